@@ -1,0 +1,473 @@
+"""The msgpack message log: record raw MQTT messages, rotate files, read them back.
+
+A log file is a plain sequence of msgpack objects (no framing of our own, so any
+msgpack library can read it):
+
+1. a header map ``{"format": "edgelearn-log", "version": 1, "created": <float unix
+   time>}``;
+2. then records, each a msgpack array ``[topic: str, received_at: float, payload:
+   bin]``, where ``payload`` is the raw MQTT payload exactly as it arrived (even when
+   the gateway rejected it, so a replay sees what the gateway saw).
+
+Other code (replay, the offline demo, tools) depends on this layout: change it only
+with a new ``version``.
+
+:class:`LogWriter` appends records and rotates files by size; :func:`read_log` reads
+one file back as :class:`LogRecord` values with their byte offsets, and reports a
+corrupt or truncated record instead of skipping it (msgpack has no sync marker, so
+reading that file stops there); :func:`iter_logs` reads many files or directories.
+
+>>> import tempfile, os
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     path = os.path.join(tmp, "demo.msgpack")
+...     write_log(path, [("sensors/s1/data", 1700000000.5, b"\\x80")])
+...     [(r.topic, r.received_at, r.payload, r.offset) for r in read_log(path)]
+1
+[('sensors/s1/data', 1700000000.5, b'\\x80', 48)]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
+
+import msgpack
+
+from edgelearn._validation import check_number
+
+__all__ = [
+    "LOG_FORMAT",
+    "LOG_VERSION",
+    "LOG_SUFFIX",
+    "LogRecord",
+    "LogError",
+    "LogWriter",
+    "pack_header",
+    "pack_record",
+    "read_header",
+    "read_log",
+    "iter_logs",
+    "write_log",
+]
+
+LOG_FORMAT = "edgelearn-log"
+LOG_VERSION = 1
+LOG_SUFFIX = ".msgpack"
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+PathLike = str | os.PathLike[str]
+
+
+class LogRecord(NamedTuple):
+    """One recorded message; ``offset`` is its byte offset in the file it came from
+    (``-1`` for a record that was not read from a file)."""
+
+    topic: str
+    received_at: float
+    payload: bytes
+    offset: int = -1
+
+
+class LogError(ValueError):
+    """A log file that is not a valid edgelearn log from some byte offset on.
+
+    ``unread_bytes`` counts the bytes from ``offset`` to the end of the file that were
+    not read (a bad header is reported at offset 0, and then the whole file is unread).
+
+    >>> str(LogError("a.msgpack", 120, "truncated record", unread_bytes=7))
+    'a.msgpack: byte offset 120: truncated record (7 bytes left unread)'
+    """
+
+    def __init__(self, path: PathLike, offset: int, reason: str, unread_bytes: int = 0):
+        self.path = os.fspath(path)
+        self.offset = offset
+        self.reason = reason
+        self.unread_bytes = unread_bytes
+        super().__init__(
+            f"{self.path}: byte offset {offset}: {reason} ({unread_bytes} bytes left unread)"
+        )
+
+    def __reduce__(self):
+        # Exceptions pickle through their args; ours has a different signature, and
+        # replays may fan out to worker processes that send errors back.
+        return (type(self), (self.path, self.offset, self.reason, self.unread_bytes))
+
+
+def pack_header(created: float) -> bytes:
+    """The msgpack header that starts every log file.
+
+    >>> msgpack.unpackb(pack_header(1.5))
+    {'format': 'edgelearn-log', 'version': 1, 'created': 1.5}
+    """
+    return msgpack.packb(
+        {"format": LOG_FORMAT, "version": LOG_VERSION, "created": float(created)},
+        use_bin_type=True,
+    )
+
+
+def pack_record(topic: str, received_at: float, payload: bytes) -> bytes:
+    """One record as msgpack bytes; raises ``TypeError`` for values the format cannot hold.
+
+    >>> msgpack.unpackb(pack_record("t", 2, b"x"))
+    ['t', 2.0, b'x']
+    >>> pack_record("t", 2.0, "x")
+    Traceback (most recent call last):
+    ...
+    TypeError: a log record payload must be bytes, got str
+    """
+    if not isinstance(topic, str):
+        raise TypeError(f"a log record topic must be a str, got {type(topic).__name__}")
+    if isinstance(received_at, bool) or not isinstance(received_at, (int, float)):
+        raise TypeError(
+            f"a log record received_at must be a float, got {type(received_at).__name__}"
+        )
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        raise TypeError(f"a log record payload must be bytes, got {type(payload).__name__}")
+    return msgpack.packb([topic, float(received_at), bytes(payload)], use_bin_type=True)
+
+
+_PREFIX_PATTERN = re.compile(r"[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]+)*")
+
+
+class LogWriter:
+    """Append records to size-limited log files in ``directory``, rotating as needed.
+
+    Files are named ``{prefix}-{counter:08d}-{YYYYmmddTHHMMSSZ}.msgpack``. The counter
+    comes first and continues from the highest one already in the directory, so name
+    order is write order even when the clock jumps backwards (a Raspberry Pi without a
+    real-time clock boots with a stale time until NTP answers); the UTC time is there
+    for people. A file is created on the first record after opening or rotation, so a
+    gateway that restarts often leaves no empty files behind.
+
+    Before a record is written, the writer rotates if the record would take the
+    current file past ``max_bytes``. The record that triggers a rotation is written to
+    the new file, and a record larger than ``max_bytes`` gets a file of its own, so no
+    record is ever dropped or split. The new file is created before the old one is
+    closed: if it cannot be created, ``write`` raises and the writer stays on the old
+    file. With ``max_files`` set, the oldest files of this prefix are deleted after a
+    rotation so that at most ``max_files`` remain (the current one included).
+
+    Not thread-safe: one thread writes.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     with LogWriter(tmp, max_bytes=200) as writer:
+    ...         for seq in range(3):
+    ...             writer.write("sensors/s1/data", b"x" * 30, received_at=float(seq))
+    ...     names = sorted(os.listdir(tmp))
+    ...     [r.received_at for r in iter_logs([tmp])], len(names)
+    ([0.0, 1.0, 2.0], 2)
+    """
+
+    def __init__(
+        self,
+        directory: PathLike,
+        prefix: str = "messages",
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_files: int | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ):
+        if not isinstance(prefix, str) or not _PREFIX_PATTERN.fullmatch(prefix):
+            raise ValueError(
+                "The 'prefix' parameter of LogWriter must be letters, digits, '_', '.' "
+                f"and single '-' between them. Got {prefix!r}."
+            )
+        self.directory = os.fspath(directory)
+        self.prefix = prefix
+        self.max_bytes = check_number("max_bytes", max_bytes, "LogWriter", 1, None, integer=True)
+        self.max_files = (
+            None
+            if max_files is None
+            else check_number("max_files", max_files, "LogWriter", 1, None, integer=True)
+        )
+        self._clock = clock
+        self._name_pattern = re.compile(
+            re.escape(prefix) + r"-(\d{8,})-\d{8}T\d{6}Z" + re.escape(LOG_SUFFIX)
+        )
+        os.makedirs(self.directory, exist_ok=True)
+        self._next_counter = self._highest_counter() + 1
+        self._file: Any = None
+        self._path: str | None = None
+        self._size = 0
+        self._records_in_file = 0
+        self._closed = False
+        self.records_written = 0
+        self.files_created = 0
+
+    @property
+    def path(self) -> str | None:
+        """The file being written, or ``None`` before the first record."""
+        return self._path
+
+    def write(self, topic: str, payload: bytes, received_at: float | None = None) -> None:
+        """Append one record (``received_at`` defaults to the clock's time now)."""
+        if self._closed:
+            raise ValueError("write to a closed LogWriter")
+        record = pack_record(topic, self._clock() if received_at is None else received_at, payload)
+        if self._file is None or (
+            self._records_in_file > 0 and self._size + len(record) > self.max_bytes
+        ):
+            self._rotate()
+        self._file.write(record)
+        self._size += len(record)
+        self._records_in_file += 1
+        self.records_written += 1
+
+    def flush(self, fsync: bool = False) -> None:
+        """Hand buffered records to the OS; with ``fsync`` also to the storage."""
+        if self._file is not None:
+            self._file.flush()
+            if fsync:
+                os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Flush, fsync and close the current file. Closing twice is harmless."""
+        if self._file is not None:
+            self._finish(self._file)
+            self._file = None
+        self._closed = True
+
+    def __enter__(self) -> LogWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def log_files(self) -> list[str]:
+        """Paths of this prefix's log files in ``directory``, oldest first."""
+        names = [n for n in os.listdir(self.directory) if self._name_pattern.fullmatch(n)]
+        names.sort(key=lambda n: int(self._name_pattern.fullmatch(n).group(1)))
+        return [os.path.join(self.directory, n) for n in names]
+
+    def _highest_counter(self) -> int:
+        counters = [
+            int(m.group(1))
+            for m in map(self._name_pattern.fullmatch, os.listdir(self.directory))
+            if m
+        ]
+        return max(counters, default=-1)
+
+    def _rotate(self) -> None:
+        created = self._clock()
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(created))
+        while True:
+            path = os.path.join(
+                self.directory, f"{self.prefix}-{self._next_counter:08d}-{stamp}{LOG_SUFFIX}"
+            )
+            self._next_counter += 1
+            try:
+                # Exclusive create: never append to or overwrite a file another writer
+                # (or an earlier run in the same second) made.
+                new_file = open(path, "xb")
+            except FileExistsError:
+                continue
+            break
+        try:
+            header = pack_header(created)
+            new_file.write(header)
+        except BaseException:
+            new_file.close()
+            raise
+        old_file, self._file, self._path = self._file, new_file, path
+        self._size = len(header)
+        self._records_in_file = 0
+        self.files_created += 1
+        if old_file is not None:
+            self._finish(old_file)
+        if self.max_files is not None:
+            self._delete_oldest()
+
+    @staticmethod
+    def _finish(file: Any) -> None:
+        file.flush()
+        os.fsync(file.fileno())
+        file.close()
+
+    def _delete_oldest(self) -> None:
+        files = [p for p in self.log_files() if p != self._path]
+        excess = len(files) + 1 - self.max_files
+        for path in files[: max(excess, 0)]:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass  # someone else cleaned up first; the goal is met
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, list):
+        inner = ", ".join(type(v).__name__ for v in value[:4])
+        return f"array of {len(value)} [{inner}{', ...' if len(value) > 4 else ''}]"
+    return type(value).__name__
+
+
+def _header_problem(header: Any) -> str | None:
+    if not isinstance(header, dict) or header.get("format") != LOG_FORMAT:
+        return f"not an {LOG_FORMAT} file: the first object is not its header (got {_describe(header)})"
+    version = header.get("version")
+    if type(version) is not int or version != LOG_VERSION:
+        return f"unsupported {LOG_FORMAT} version {version!r} (this reader knows {LOG_VERSION})"
+    created = header.get("created")
+    if isinstance(created, bool) or not isinstance(created, (int, float)):
+        return f"header 'created' must be a number, got {_describe(created)}"
+    return None
+
+
+def _as_record(obj: Any, offset: int) -> LogRecord | None:
+    if (
+        isinstance(obj, list)
+        and len(obj) == 3
+        and isinstance(obj[0], str)
+        and isinstance(obj[1], (int, float))
+        and not isinstance(obj[1], bool)
+        and isinstance(obj[2], bytes)
+    ):
+        return LogRecord(obj[0], float(obj[1]), obj[2], offset)
+    return None
+
+
+def _unpacker(file: Any) -> msgpack.Unpacker:
+    return msgpack.Unpacker(file, raw=False, use_list=True, strict_map_key=True)
+
+
+def read_header(path: PathLike) -> dict[str, Any]:
+    """The header map of a log file; raises :class:`LogError` at offset 0 if it is bad."""
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        try:
+            header = _unpacker(file).unpack()
+        except Exception as exc:  # any decoding failure means "no valid header"
+            raise LogError(path, 0, _no_header(exc, size), size) from None
+    problem = _header_problem(header)
+    if problem:
+        raise LogError(path, 0, problem, size)
+    return header
+
+
+def _no_header(exc: BaseException, size: int) -> str:
+    if size == 0:
+        return "no valid header: the file is empty"
+    return f"no valid header: {_exception_text(exc)}"
+
+
+def _exception_text(exc: BaseException) -> str:
+    if isinstance(exc, msgpack.OutOfData):
+        return "the file ends inside it"
+    return str(exc) or type(exc).__name__
+
+
+def read_log(
+    path: PathLike, on_error: Callable[[LogError], None] | None = None
+) -> Iterator[LogRecord]:
+    """Yield the records of one log file in order, each with its byte offset.
+
+    A bad header, or a record that is truncated, corrupt or of the wrong shape, is
+    reported, never skipped: with ``on_error`` it is called with the
+    :class:`LogError` and reading of this file stops; without it the ``LogError`` is
+    raised. Either way the records before the problem have been yielded, and the
+    error says how many bytes were left unread.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "cut.msgpack")
+    ...     _ = write_log(path, [("t", 1.0, b"ab"), ("t", 2.0, b"cd")])
+    ...     with open(path, "r+b") as f:
+    ...         _ = f.truncate(os.path.getsize(path) - 1)
+    ...     errors = []
+    ...     [r.payload for r in read_log(path, on_error=errors.append)], errors[0].reason
+    ([b'ab'], 'truncated record: the file ends inside it')
+    """
+
+    def report(offset: int, reason: str) -> None:
+        # Bytes left unread are measured now, not at open, so a log still being
+        # written is described as it is.
+        error = LogError(path, offset, reason, max(os.fstat(file.fileno()).st_size - offset, 0))
+        if on_error is None:
+            raise error
+        on_error(error)
+
+    with open(path, "rb") as file:
+        unpacker = _unpacker(file)
+        try:
+            header = unpacker.unpack()
+        except Exception as exc:
+            report(0, _no_header(exc, os.fstat(file.fileno()).st_size))
+            return
+        problem = _header_problem(header)
+        if problem:
+            report(0, problem)
+            return
+        while True:
+            offset = unpacker.tell()
+            try:
+                obj = unpacker.unpack()
+            except msgpack.OutOfData:
+                if os.fstat(file.fileno()).st_size > offset:
+                    report(offset, "truncated record: the file ends inside it")
+                return
+            except Exception as exc:  # FormatError, StackError, bad UTF-8, BufferFull...
+                report(offset, f"corrupt record: {_exception_text(exc)}")
+                return
+            record = _as_record(obj, offset)
+            if record is None:
+                report(
+                    offset,
+                    "corrupt record: expected an array [topic: str, received_at: float, "
+                    f"payload: bin], got {_describe(obj)}",
+                )
+                return
+            yield record
+
+
+def _log_paths(paths_or_dirs: PathLike | Iterable[PathLike]) -> Iterator[str]:
+    if isinstance(paths_or_dirs, (str, os.PathLike)):
+        paths_or_dirs = [paths_or_dirs]
+    for item in paths_or_dirs:
+        item = os.fspath(item)
+        if os.path.isdir(item):
+            names = sorted(
+                n
+                for n in os.listdir(item)
+                if n.endswith(LOG_SUFFIX) and os.path.isfile(os.path.join(item, n))
+            )
+            yield from (os.path.join(item, n) for n in names)
+        else:
+            yield item
+
+
+def iter_logs(
+    paths_or_dirs: PathLike | Iterable[PathLike],
+    on_error: Callable[[LogError], None] | None = None,
+) -> Iterator[LogRecord]:
+    """Yield the records of many log files: each directory's ``*.msgpack`` files in
+    name order (which is write order for :class:`LogWriter` files), explicit files
+    where they appear in the argument. ``on_error`` as in :func:`read_log`; with it, a
+    bad file is reported and reading goes on with the next one."""
+    for path in _log_paths(paths_or_dirs):
+        yield from read_log(path, on_error=on_error)
+
+
+def write_log(
+    path: PathLike,
+    records: Iterable[LogRecord | tuple[str, float, bytes]],
+    created: float | None = None,
+) -> int:
+    """Write a whole log file (header and ``records``) at ``path``, replacing any
+    file there; return the number of records. For tools and tests; the gateway uses
+    :class:`LogWriter`. ``records`` are ``(topic, received_at, payload)`` tuples or
+    :class:`LogRecord` values (their offsets are ignored)."""
+    count = 0
+    with open(path, "wb") as file:
+        file.write(pack_header(time.time() if created is None else created))
+        for record in records:
+            if isinstance(record, LogRecord):
+                topic, received_at, payload = record.topic, record.received_at, record.payload
+            else:
+                topic, received_at, payload = record
+            file.write(pack_record(topic, received_at, payload))
+            count += 1
+    return count
