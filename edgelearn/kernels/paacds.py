@@ -1,0 +1,307 @@
+"""PAACDS kernels (seed 000; ALGORITHMS.md, "PAACDS and PAACDS-I").
+
+Model arrays, all of fixed size ``capacity`` (slots) and ``rows`` (1 for a
+binary model, ``n_classes`` otherwise):
+
+* ``W[rows, capacity]`` weights; ``active[capacity]`` the slot is in the model;
+* ``h[capacity]`` each slot's information, and the short-horizon statistics
+  it is computed from: ``h_n`` (observations), ``h_mean``, ``h_var``.
+
+An instance is ``(slots[:k], z[:k])``.  A negative slot is a channel the model
+does not know (read-only prediction): it is "new", with information 1.
+"""
+
+import math
+
+import numpy as np
+
+from ._jit import jit
+from .rng import next_double
+
+
+@jit
+def confidences(slots, k, active, h):
+    """``(p_s, p_n)``: the shares of the instance's information carried by
+    the shared (active) and the new slots."""
+    total = 0.0
+    shared = 0.0
+    n_shared = 0
+    for j in range(k):
+        s = slots[j]
+        hs = h[s] if s >= 0 else 1.0
+        total += hs
+        if s >= 0 and active[s]:
+            shared += hs
+            n_shared += 1
+    if total > 0.0:
+        p_s = shared / total
+    elif k > 0:
+        p_s = n_shared / k
+    else:
+        p_s = 0.0
+    return p_s, 1.0 - p_s
+
+
+@jit
+def scores(slots, z, k, W, active, h, out):
+    """Write ``p_s * W[c, s] . z_s`` for every row c into ``out``; return p_s."""
+    p_s, _ = confidences(slots, k, active, h)
+    for c in range(W.shape[0]):
+        acc = 0.0
+        for j in range(k):
+            s = slots[j]
+            if s >= 0 and active[s]:
+                acc += W[c, s] * z[j]
+        out[c] = p_s * acc
+    return p_s
+
+
+@jit
+def top_two(out, n_known, n_rows):
+    """The best known class, and the best other class among the known ones
+    plus the next unused row (the stand-in for "a class not seen yet")."""
+    best = 0
+    for c in range(1, n_known):
+        if out[c] > out[best]:
+            best = c
+    considered = min(n_known + 1, n_rows)
+    runner = -1
+    for c in range(considered):
+        if c != best and (runner < 0 or out[c] > out[runner]):
+            runner = c
+    return best, runner
+
+
+@jit
+def update_information(slots, z, k, h, h_n, h_mean, h_var, forget, k0):
+    """Fold this instance's z into each present slot's short-horizon variance
+    and refresh ``h = (k0 + n * ewvar) / (k0 + n)``."""
+    for j in range(k):
+        s = slots[j]
+        n = h_n[s] + 1
+        a = 1.0 / n
+        if forget > a:
+            a = forget
+        d = z[j] - h_mean[s]
+        h_mean[s] += a * d
+        h_var[s] = (1.0 - a) * (h_var[s] + a * d * d)
+        h_n[s] = n
+        h[s] = (k0 + n * h_var[s]) / (k0 + n)
+
+
+@jit
+def draw_query(margin, delta, rng_state):
+    """Ask with probability ``delta / (delta + |margin|)``."""
+    return next_double(rng_state) < delta / (delta + abs(margin))
+
+
+@jit
+def adapt_delta(delta, asked, target, gain):
+    """Multiplicative budget control: ``delta *= exp(gain (target - asked))``."""
+    delta *= math.exp(gain * (target - (1.0 if asked else 0.0)))
+    if delta < 1e-3:
+        return 1e-3
+    if delta > 1e6:
+        return 1e6
+    return delta
+
+
+@jit
+def _norms(slots, z, k, active):
+    norm_s = 0.0
+    norm_n = 0.0
+    for j in range(k):
+        s = slots[j]
+        if active[s]:
+            norm_s += z[j] * z[j]
+        else:
+            norm_n += z[j] * z[j]
+    return norm_s, norm_n
+
+
+@jit
+def _step(loss, denom, C, variant_i):
+    if variant_i:
+        denom += 0.5 / C
+    if denom <= 0.0:
+        return 0.0
+    return min(C, loss / denom)
+
+
+@jit
+def learn_binary(slots, z, k, y, W, active, h, C, variant_i):
+    """One PAACDS update for a label ``y`` in {-1, +1}; True if it changed
+    the weights.  Shared slots move by ``tau p_s y z``; new slots start at
+    ``tau p_n y z`` and join the model."""
+    p_s, p_n = confidences(slots, k, active, h)
+    q = 0.0
+    for j in range(k):
+        s = slots[j]
+        if active[s]:
+            q += W[0, s] * z[j]
+    q *= p_s
+    loss = 1.0 - y * q
+    if loss <= 0.0:
+        return False
+    norm_s, norm_n = _norms(slots, z, k, active)
+    tau = _step(loss, p_s * p_s * norm_s + p_n * p_n * norm_n, C, variant_i)
+    for j in range(k):
+        s = slots[j]
+        if active[s]:
+            W[0, s] += tau * p_s * y * z[j]
+    for j in range(k):
+        s = slots[j]
+        if not active[s]:
+            W[0, s] = tau * p_n * y * z[j]
+            active[s] = True
+    return True
+
+
+@jit
+def learn_multiclass(slots, z, k, y, n_known, W, active, h, C, variant_i, out):
+    """Multiclass PA (Crammer et al. 2006) on PAACDS's shared/new split:
+    class ``y`` moves toward z, the best-scoring other class ``r`` away."""
+    scores(slots, z, k, W, active, h, out)
+    p_s, p_n = confidences(slots, k, active, h)
+    considered = min(n_known + 1, W.shape[0])  # n_known counts y's class
+    r = -1
+    for c in range(considered):
+        if c != y and (r < 0 or out[c] > out[r]):
+            r = c
+    if r < 0:
+        return False
+    loss = 1.0 - (out[y] - out[r])
+    if loss <= 0.0:
+        return False
+    norm_s, norm_n = _norms(slots, z, k, active)
+    tau = _step(loss, 2.0 * (p_s * p_s * norm_s + p_n * p_n * norm_n), C, variant_i)
+    for j in range(k):
+        s = slots[j]
+        if active[s]:
+            W[y, s] += tau * p_s * z[j]
+            W[r, s] -= tau * p_s * z[j]
+    for j in range(k):
+        s = slots[j]
+        if not active[s]:
+            W[y, s] = tau * p_n * z[j]
+            W[r, s] = -tau * p_n * z[j]
+            active[s] = True
+    return True
+
+
+@jit
+def sparsify(W, active, h, lam, B, max_weights, idx_buf, score_buf):
+    """Scale the weights down to an information-weighted L1 budget ``lam``
+    (``lam <= 0`` turns scaling off), then keep only the
+    ``min(max(1, ceil(B n_active)), max_weights)`` active slots with the
+    largest ``max_c |W[c, i]| h[i]``; the rest leave the model with w = 0.
+    Ties are broken toward the lower slot.  O(capacity), no sort."""
+    rows, capacity = W.shape
+    if lam > 0.0:
+        total = 0.0
+        for i in range(capacity):
+            if active[i]:
+                for c in range(rows):
+                    total += abs(W[c, i]) * h[i]
+        if total > lam:
+            scale = lam / total
+            for i in range(capacity):
+                if active[i]:
+                    for c in range(rows):
+                        W[c, i] *= scale
+    n_active = 0
+    for i in range(capacity):
+        if active[i]:
+            best = 0.0
+            for c in range(rows):
+                a = abs(W[c, i])
+                if a > best:
+                    best = a
+            idx_buf[n_active] = i
+            score_buf[n_active] = best * h[i]
+            n_active += 1
+    keep = max(1, math.ceil(B * n_active))
+    if keep > max_weights:
+        keep = max_weights
+    if keep >= n_active:
+        return
+    threshold = kth_largest(score_buf, n_active, keep)
+    # Slots strictly above the threshold stay; ties at the threshold fill the
+    # remaining places in slot order (idx_buf is in slot order).
+    above = 0
+    for j in range(n_active):
+        if score_buf[j] > threshold:
+            above += 1
+    ties_left = keep - above
+    for j in range(n_active):
+        i = idx_buf[j]
+        v = score_buf[j]
+        if v > threshold:
+            continue
+        if v == threshold and ties_left > 0:
+            ties_left -= 1
+            continue
+        active[i] = False
+        for c in range(rows):
+            W[c, i] = 0.0
+
+
+@jit
+def kth_largest(values, n, kth):
+    """The ``kth`` largest of ``values[:n]`` (1-based), by quickselect on a
+    scratch copy kept past ``n`` in the same buffer's second half."""
+    work = values[n : 2 * n]
+    for j in range(n):
+        work[j] = values[j]
+    lo = 0
+    hi = n - 1
+    target = kth - 1  # index in descending order
+    while lo < hi:
+        mid = (lo + hi) // 2
+        # median of three as pivot keeps sorted input linear
+        a = work[lo]
+        b = work[mid]
+        c = work[hi]
+        if (a >= b) == (b >= c):
+            pivot = b
+        elif (b >= a) == (a >= c):
+            pivot = a
+        else:
+            pivot = c
+        i = lo
+        j = hi
+        while i <= j:
+            while work[i] > pivot:
+                i += 1
+            while work[j] < pivot:
+                j -= 1
+            if i <= j:
+                t = work[i]
+                work[i] = work[j]
+                work[j] = t
+                i += 1
+                j -= 1
+        if target <= j:
+            hi = j
+        elif target >= i:
+            lo = i
+        else:
+            return work[target]
+    return work[target]
+
+
+@jit
+def forget_slot(slot, W, active, h, h_n, h_mean, h_var):
+    """A recycled slot leaves the model and starts with fresh information."""
+    for c in range(W.shape[0]):
+        W[c, slot] = 0.0
+    active[slot] = False
+    h[slot] = 1.0
+    h_n[slot] = 0
+    h_mean[slot] = 0.0
+    h_var[slot] = 0.0
+
+
+def allocate_scratch(capacity):
+    """Buffers :func:`sparsify` needs (indices; scores plus quickselect copy)."""
+    return np.zeros(capacity, dtype=np.int64), np.zeros(2 * capacity, dtype=np.float64)

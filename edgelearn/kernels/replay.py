@@ -1,0 +1,150 @@
+"""Whole prequential loops over a dense array (NaN = missing), in one kernel.
+
+Each loop does per row exactly what the dict path does per instance, with
+the same kernels in the same order, so its predictions are the dict path's
+to the bit: claim slots for new columns (recycling and making learners forget
+evicted slots), observe and standardize, predict, fold in unsupervised
+statistics, draw the query, and learn when asked (or always, if not active).
+"""
+
+import math
+
+import numpy as np
+
+from . import channels as ch
+from . import pa as pa_k
+from . import paacds as pk
+from ._jit import jit
+
+# Positions in the ``counters`` array shared by every loop.
+T, N_ASSIGNED, N_IGNORED, N_EVICTED = 0, 1, 2, 3
+
+
+@jit
+def _gather_row(
+    X, i, col_slot, slot_col, changed, slots, vals, counters,
+    count, mean, var, last_seen, evict_after,
+):
+    """Put row i's present columns into (slots, vals) and return their count.
+    New columns claim slots; a recycled slot is flagged ``changed = 2`` so the
+    caller makes its model forget it before the row is used."""
+    k = 0
+    for j in range(X.shape[1]):
+        v = X[i, j]
+        if not math.isfinite(v):
+            continue
+        s = col_slot[j]
+        if s < 0:
+            s = ch.claim_slot(last_seen, counters[N_ASSIGNED], counters[T], evict_after)
+            if s < 0:
+                counters[N_IGNORED] += 1
+                continue
+            if s < counters[N_ASSIGNED]:
+                old = slot_col[s]
+                if old >= 0:
+                    col_slot[old] = -1
+                ch.reset_slot(s, count, mean, var, last_seen)
+                counters[N_EVICTED] += 1
+                # the caller's model forgets the slot: flag it for this row
+                changed[s] = 2
+            else:
+                counters[N_ASSIGNED] += 1
+                changed[s] = 1
+            slot_col[s] = j
+            col_slot[j] = s
+        slots[k] = s
+        vals[k] = v
+        k += 1
+    return k
+
+
+@jit
+def paacds_loop(
+    X, y, active_learning, col_slot, slot_col, changed, counters,
+    count, mean, var, last_seen, forget, eps, z_max, evict_after,
+    W, active, h, h_n, h_mean, h_var, h_forget, k0, rng_state, delta,
+    target, gain, C, variant_i, lam, B, max_weights,
+    code_class, class_code, n_known, scores, idx_buf, score_buf,
+    pred, margin_out, asked_out,
+):
+    """PAACDS over every row of X.  Binary if W has one row (y in {-1, +1});
+    otherwise y holds label codes, ``code_class`` maps a code to its class
+    row (-1 until learned) and ``class_code`` back.  Writes predictions (+1/-1
+    or a class row, -1 for none), margins and query decisions; returns the
+    final (delta, n_known)."""
+    n = X.shape[0]
+    rows = W.shape[0]
+    binary = rows == 1
+    slots = np.empty(X.shape[1], dtype=np.int32)
+    vals = np.empty(X.shape[1], dtype=np.float64)
+    for i in range(n):
+        k = _gather_row(
+            X, i, col_slot, slot_col, changed, slots, vals, counters,
+            count, mean, var, last_seen, evict_after,
+        )
+        for s in slots[:k]:
+            if changed[s] == 2:
+                pk.forget_slot(s, W, active, h, h_n, h_mean, h_var)
+                changed[s] = 1
+        ch.observe_standardize(
+            slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max, True
+        )
+        counters[T] += 1
+        pk.scores(slots, vals, k, W, active, h, scores)
+        if binary:
+            q = scores[0]
+            pred[i] = 1 if q >= 0.0 else -1
+        else:
+            best, runner = pk.top_two(scores, n_known, rows)
+            q = 0.0 if runner < 0 else scores[best] - scores[runner]
+            pred[i] = best if n_known > 0 else -1
+        margin_out[i] = q
+        pk.update_information(slots, vals, k, h, h_n, h_mean, h_var, h_forget, k0)
+        ask = pk.draw_query(q, delta, rng_state)
+        if target > 0.0:
+            delta = pk.adapt_delta(delta, ask, target, gain)
+        asked_out[i] = ask
+        if ask or not active_learning:
+            if binary:
+                changed_w = pk.learn_binary(slots, vals, k, y[i], W, active, h, C, variant_i)
+            else:
+                c = code_class[y[i]]
+                if c < 0:
+                    c = n_known
+                    code_class[y[i]] = c
+                    class_code[c] = y[i]
+                    n_known += 1
+                changed_w = pk.learn_multiclass(
+                    slots, vals, k, c, n_known, W, active, h, C, variant_i, scores
+                )
+            if changed_w:
+                pk.sparsify(W, active, h, lam, B, max_weights, idx_buf, score_buf)
+    return delta, n_known
+
+
+@jit
+def pa_loop(
+    X, y, col_slot, slot_col, changed, counters,
+    count, mean, var, last_seen, forget, eps, z_max, evict_after, scale,
+    w, intercept, C, mode, learn_intercept, pred, margin_out,
+):
+    """PA over every row of X (labels y in {-1, +1}), learning every label."""
+    slots = np.empty(X.shape[1], dtype=np.int32)
+    vals = np.empty(X.shape[1], dtype=np.float64)
+    for i in range(X.shape[0]):
+        k = _gather_row(
+            X, i, col_slot, slot_col, changed, slots, vals, counters,
+            count, mean, var, last_seen, evict_after,
+        )
+        for s in slots[:k]:
+            if changed[s] == 2:
+                pa_k.forget_slot(s, w)
+                changed[s] = 1
+        ch.observe_standardize(
+            slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max, scale
+        )
+        counters[T] += 1
+        q = pa_k.margin(slots, vals, k, w, intercept)
+        pred[i] = 1 if q > 0.0 else -1
+        margin_out[i] = q
+        pa_k.learn(slots, vals, k, y[i], w, intercept, C, mode, learn_intercept)

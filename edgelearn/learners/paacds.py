@@ -1,0 +1,264 @@
+"""PAACDS and PAACDS-I: passive-aggressive active learning for capricious
+data streams (seed 000), as ALGORITHMS.md reads it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_choice, check_number
+from ..kernels import paacds as K
+from ..kernels.rng import new_state
+from .base import Learner, binary_sign, load_arrays
+
+_VARIANTS = ("PAACDS", "PAACDS-I")
+#: Weight of the prior "information 1" in a slot's information (ALGORITHMS.md).
+_K0 = 5.0
+
+
+class PAACDS(Learner):
+    """Passive-aggressive active learner for streams whose channels come and go.
+
+    Each instance splits into *shared* channels (already in the model) and
+    *new* ones.  Their shares of the instance's information, ``p_s`` and
+    ``p_n``, weigh the prediction ``q = p_s * w_s . z_s`` and the update; the
+    label is asked for with probability ``delta / (delta + |q|)``, so the
+    learner asks when it is unsure.  After each update the weights are scaled
+    to an information-weighted L1 budget ``lam`` and truncated to the
+    ``ceil(B * n_active)`` most informative channels.
+
+    Parameters
+    ----------
+    C
+        Aggressiveness: the largest step ``tau`` of an update.
+    B
+        Fraction of the active channels kept after each update, in (0, 1].
+    lam
+        Budget of ``sum_i |w_i| h_i``; ``None`` turns the scaling off.
+    delta
+        Query parameter: the larger, the more labels are asked for.
+    variant
+        ``"PAACDS"`` (``tau = min(C, l / ...)``) or ``"PAACDS-I"`` (adds
+        ``1 / (2C)`` to the denominator, a softer step).
+    target_query_rate
+        If set, ``delta`` adapts after every instance so that about this
+        fraction of labels is asked for: ``delta *= exp(budget_gain *
+        (target - asked))``, clipped to [1e-3, 1e6].
+    capacity
+        Channel slots (the fixed size of every array).
+    max_weights
+        At most this many channels in the model (``None``: ``capacity``).
+    n_classes
+        2 for a binary learner (labels True/1/+1 and False/0/-1, predictions
+        True/False); more for a multiclass one (labels any hashable, at most
+        ``n_classes`` distinct, indexed in order of first appearance).
+    seed
+        Seed of the learner's own generator for query decisions.
+    h_halflife
+        Half-life, in observations, of the short-horizon variance behind
+        each channel's information ``h``.
+    evict_after
+        A channel absent for this many instances may give its slot away.
+    budget_gain
+        Speed of the ``target_query_rate`` control.
+
+    Decisions this page makes beyond ALGORITHMS.md: prediction uses each
+    channel's information *before* the instance is folded in (a new channel
+    has h = 1); a binary margin of exactly 0 predicts True.  Multiclass: the
+    runner-up class and the class pushed away by an update are chosen among
+    the known classes plus one unused row that stands for "a class not seen
+    yet", so a learner that has seen one class still learns and asks less;
+    the budget ``lam`` applies to the weights of all rows.
+
+    Memory bound: ``8 * capacity * (rows + 6) + capacity`` bytes for the model
+    (``rows = 1`` if binary, else ``n_classes``) plus its ChannelSpace.
+
+    Examples
+    --------
+    >>> import random
+    >>> from edgelearn import PAACDS
+    >>> rng = random.Random(1)
+    >>> model = PAACDS(target_query_rate=0.2, seed=42)
+    >>> correct = asked = 0
+    >>> for i in range(2000):
+    ...     a, b = rng.gauss(0, 1), rng.gauss(0, 1)
+    ...     x = {"a": a, "b": b} if rng.random() > 0.3 else {"b": b}
+    ...     y = a + b > 0
+    ...     d = model.decide_one(x)
+    ...     correct += d.label == y
+    ...     if d.ask:
+    ...         asked += 1
+    ...         model.learn(d.slots, d.z, y)
+    >>> print(f"accuracy {correct / 2000:.2f} with {asked / 2000:.0%} of the labels")
+    accuracy 0.85 with 21% of the labels
+    """
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        B: float = 0.64,
+        lam: float | None = None,
+        delta: float = 1.0,
+        variant: str = "PAACDS",
+        target_query_rate: float | None = None,
+        capacity: int = 256,
+        max_weights: int | None = None,
+        n_classes: int = 2,
+        seed: int = 0,
+        h_halflife: float = 500.0,
+        evict_after: int = 1000,
+        budget_gain: float = 0.5,
+    ):
+        owner = type(self).__name__
+        check_number("C", C, owner, 0, None, low_open=True)
+        check_number("B", B, owner, 0, 1, low_open=True)
+        if lam is not None:
+            check_number("lam", lam, owner, 0, None, low_open=True)
+        check_number("delta", delta, owner, 1, None)
+        check_choice("variant", variant, owner, _VARIANTS)
+        if target_query_rate is not None:
+            check_number("target_query_rate", target_query_rate, owner, 0, 1, low_open=True)
+        check_number("capacity", capacity, owner, 1, None, integer=True)
+        if max_weights is not None:
+            check_number("max_weights", max_weights, owner, 1, None, integer=True)
+        check_number("n_classes", n_classes, owner, 2, None, integer=True)
+        check_number("seed", seed, owner, 0, 2**64 - 1, integer=True)
+        check_number("h_halflife", h_halflife, owner, 0, None, low_open=True)
+        check_number("evict_after", evict_after, owner, 1, None, integer=True)
+        check_number("budget_gain", budget_gain, owner, 0, None, low_open=True)
+        self.C = C
+        self.B = B
+        self.lam = lam
+        self.delta = delta
+        self.variant = variant
+        self.target_query_rate = target_query_rate
+        self.capacity = capacity
+        self.max_weights = max_weights
+        self.n_classes = n_classes
+        self.seed = seed
+        self.h_halflife = h_halflife
+        self.evict_after = evict_after
+        self.budget_gain = budget_gain
+
+        self._init_channels(capacity, evict_after)
+        rows = 1 if n_classes == 2 else n_classes
+        self.W = np.zeros((rows, capacity), dtype=np.float64)
+        self.active = np.zeros(capacity, dtype=np.bool_)
+        self.h = np.ones(capacity, dtype=np.float64)
+        self.h_n = np.zeros(capacity, dtype=np.int64)
+        self.h_mean = np.zeros(capacity, dtype=np.float64)
+        self.h_var = np.zeros(capacity, dtype=np.float64)
+        self.rng_state = new_state(seed)
+        self._scores = np.zeros(rows, dtype=np.float64)
+        self._idx_buf, self._score_buf = K.allocate_scratch(capacity)
+        self._current_delta = float(delta)
+        self._classes: list = []  # multiclass labels, in order of first appearance
+        self._class_index: dict = {}
+        # Derived constants the kernels take as scalars.
+        self._variant_i = variant == "PAACDS-I"
+        self._h_forget = 1.0 - 2.0 ** (-1.0 / h_halflife)
+        self._lam = 0.0 if lam is None else float(lam)
+        self._max_weights = capacity if max_weights is None else max_weights
+
+    @property
+    def binary(self) -> bool:
+        return self.n_classes == 2
+
+    @property
+    def current_delta(self) -> float:
+        """``delta`` as the budget control has left it."""
+        return self._current_delta
+
+    @property
+    def classes(self) -> list:
+        """Multiclass labels seen so far, in index order."""
+        return list(self._classes)
+
+    def weights(self) -> dict:
+        """The model's weights by channel name (binary) or by channel name
+        and class (multiclass); for inspection, not for the hot path."""
+        names = self.channels
+        out = {}
+        for slot in np.flatnonzero(self.active):
+            name = names.name_of(int(slot))
+            if self.binary:
+                out[name] = float(self.W[0, slot])
+            else:
+                out[name] = {c: float(self.W[i, slot]) for i, c in enumerate(self._classes)}
+        return out
+
+    # -- protocol hooks -------------------------------------------------------
+
+    def _score(self, slots, z):
+        K.scores(slots, z, len(slots), self.W, self.active, self.h, self._scores)
+        if self.binary:
+            q = float(self._scores[0])
+            return q >= 0.0, q
+        n_known = len(self._classes)
+        best, runner = K.top_two(self._scores, n_known, self.W.shape[0])
+        margin = 0.0 if runner < 0 else float(self._scores[best] - self._scores[runner])
+        label = self._classes[best] if n_known else None
+        return label, margin
+
+    def _observe(self, slots, z):
+        K.update_information(slots, z, len(slots), self.h, self.h_n, self.h_mean, self.h_var, self._h_forget, _K0)
+
+    def _ask(self, score: float) -> bool:
+        asked = bool(K.draw_query(score, self._current_delta, self.rng_state))
+        if self.target_query_rate is not None:
+            self._current_delta = float(
+                K.adapt_delta(self._current_delta, asked, self.target_query_rate, self.budget_gain)
+            )
+        return asked
+
+    def learn(self, slots, z, y) -> None:
+        """Learn label ``y`` of the instance whose features are ``(slots, z)``
+        (from :meth:`decide_one`), with the model as it is now."""
+        k = len(slots)
+        if self.binary:
+            changed = K.learn_binary(slots, z, k, binary_sign(y, "PAACDS"), self.W, self.active, self.h, self.C, self._variant_i)
+        else:
+            index = self._label_index(y)
+            changed = K.learn_multiclass(
+                slots, z, k, index, len(self._classes), self.W, self.active, self.h,
+                self.C, self._variant_i, self._scores,
+            )
+        if changed:
+            K.sparsify(self.W, self.active, self.h, self._lam, self.B, self._max_weights, self._idx_buf, self._score_buf)
+
+    def _label_index(self, y) -> int:
+        index = self._class_index.get(y)
+        if index is None:
+            if len(self._classes) >= self.n_classes:
+                raise ValueError(
+                    f"PAACDS was built with n_classes={self.n_classes} and has seen "
+                    f"{self._classes!r}; label {y!r} would be one more."
+                )
+            index = len(self._classes)
+            self._classes.append(y)
+            self._class_index[y] = index
+        return index
+
+    def _forget_slot(self, slot: int) -> None:
+        K.forget_slot(slot, self.W, self.active, self.h, self.h_n, self.h_mean, self.h_var)
+
+    # -- state ----------------------------------------------------------------
+
+    _LEARNED = ("W", "active", "h", "h_n", "h_mean", "h_var", "rng_state")
+
+    def _learned_state(self) -> dict:
+        state = {name: getattr(self, name).copy() for name in self._LEARNED}
+        state["delta"] = self._current_delta
+        state["classes"] = list(self._classes)
+        return state
+
+    def _load_learned(self, learned: dict) -> None:
+        load_arrays(self, learned, self._LEARNED)
+        self._current_delta = float(learned["delta"])
+        self._classes = []
+        self._class_index = {}
+        for label in learned["classes"]:
+            self._label_index(label)
+
+    def memory_bytes(self) -> int:
+        # The class table holds at most n_classes labels; count 64 bytes each.
+        return super().memory_bytes() + (0 if self.binary else 64 * self.n_classes)
