@@ -1,0 +1,285 @@
+"""Loaders for the CSV data sets in ``../shared/datasets`` (see its README.md).
+
+The folder is found as follows: the ``EDGELEARN_DATASETS`` environment variable if set;
+otherwise, walking up from the current directory and then from this file's directory,
+the first ``<ancestor>/shared/datasets`` folder (for a project at ``/work/main`` that
+is ``/work/shared/datasets``).
+
+* :func:`load` returns any of the files as a :class:`Dataset`: features as a float64
+  matrix with NaN for missing values (``?`` or an empty cell), raw labels, names.
+* :func:`binary_task` returns the binary task the PAACDS protocol uses for each of
+  the 12 data sets in :data:`PAACDS_TASKS`.
+* :func:`verify` checks the files against the SHA-256 prefixes the README lists.
+
+No pandas: the stdlib ``csv``/``gzip`` modules and NumPy.
+
+>>> ds = load("pima")
+>>> ds.X.shape, ds.label_name, np.bincount(ds.y).tolist()
+((768, 8), 'target', [500, 268])
+>>> X, y, names = binary_task("splice")
+>>> X.shape, y.dtype, round(float(y.mean()), 3)
+((3188, 60), dtype('bool'), 0.519)
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from edgelearn._validation import check_choice
+
+__all__ = [
+    "Dataset",
+    "DATASETS",
+    "PAACDS_TASKS",
+    "ENV_VAR",
+    "datasets_dir",
+    "load",
+    "binary_task",
+    "verify",
+]
+
+ENV_VAR = "EDGELEARN_DATASETS"
+
+_MISSING = ("?", "")
+
+
+class _Spec(NamedTuple):
+    file: str
+    rows: int
+    cols: int                      # columns in the file, labels and all
+    labels: tuple[str, ...] | int  # label column names, or "the first N columns"
+    sha256: str                    # first 16 hex digits, from the README
+    meta: tuple[str, ...] = ()     # columns that are neither features nor labels
+    multilabel: bool = False
+
+
+_SPECS: dict[str, _Spec] = {
+    "occupancy": _Spec("occupancy.csv", 20560, 7, ("Occupancy",), "c5ac87029402ce9c",
+                       meta=("Date",)),
+    "room_occupancy": _Spec("room_occupancy.csv", 10129, 19, ("Room_Occupancy_Count",),
+                            "70f9a5c459fa14ca", meta=("Date", "Time")),
+    "wdbc": _Spec("wdbc.csv", 569, 31, ("target",), "2da52bb18d5720de"),
+    "splice": _Spec("splice.csv", 3188, 61, ("target",), "8002d28ff7b65dfa"),
+    "credit_a": _Spec("credit_a.csv", 690, 16, ("target",), "af95392033299878"),
+    "svmguide3": _Spec("svmguide3.csv", 1243, 22, ("0",), "f0b9f179d5b3388c"),
+    "spambase": _Spec("spambase.csv", 4601, 58, ("target",), "32bc03a132483163"),
+    "ionosphere": _Spec("ionosphere.csv", 351, 35, ("target",), "6c72ca484bc6c68e"),
+    "spect": _Spec("spect.csv", 267, 23, ("target",), "dc0d0f54f68c87d2"),
+    "libras": _Spec("libras.csv", 360, 91, ("target",), "80e3e44363b92ae4"),
+    "dermatology": _Spec("dermatology.csv", 366, 35, ("target",), "cfc9dd74a38c09a8"),
+    "arrhythmia": _Spec("arrhythmia.csv", 452, 280, ("class",), "7bc2f0f877ce210d"),
+    "kr_vs_kp": _Spec("kr_vs_kp.csv", 3196, 37, ("target",), "e9fbd3b5801b9612"),
+    "pima": _Spec("pima.csv", 768, 9, ("target",), "49046818a041b8bb"),
+    "yeast": _Spec("yeast.csv.gz", 2417, 117, tuple(f"Class{i}" for i in range(1, 15)),
+                   "2969cb4bab877a27", multilabel=True),
+    "emotions": _Spec("emotions.csv", 593, 78, 6, "1d18e5a32fba9a24", multilabel=True),
+    "elec2": _Spec("elec2.csv", 45312, 7, ("class",), "cdf901433885f29e"),
+    "sea": _Spec("sea.csv", 40000, 4, ("class",), "d5d55f2ebb4c69f0"),
+}
+
+#: Every data set :func:`load` knows, in the README's order.
+DATASETS: tuple[str, ...] = tuple(_SPECS)
+
+# The binary task of each PAACDS-protocol data set (README), from its raw labels.
+_BINARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "wdbc": lambda y: y == 1,                      # malignant
+    "splice": lambda y: y == 2,                    # "neither" vs the rest
+    "credit_a": lambda y: y == 1,
+    "svmguide3": lambda y: y == 1,                 # +1
+    "spambase": lambda y: y == 1,                  # spam
+    "ionosphere": lambda y: y == 1,
+    "spect": lambda y: y == 1,
+    "libras": lambda y: (y >= 1) & (y <= 7),       # classes 1..7 vs the rest
+    "dermatology": lambda y: y == 1,               # class 1 vs the rest
+    "arrhythmia": lambda y: y == 1,                # normal vs the rest
+    "kr_vs_kp": lambda y: y == 1,
+    "pima": lambda y: y == 1,
+}
+
+#: The 12 data sets of the PAACDS protocol, in the README's order.
+PAACDS_TASKS: tuple[str, ...] = tuple(_BINARY)
+
+
+@dataclass
+class Dataset:
+    """One loaded data set.
+
+    ``y`` holds the raw labels (int64 when every label is an integer, else float64,
+    else str); for multi-label sets it is an ``(n, m)`` int64 0/1 matrix whose
+    columns are ``label_names`` (and ``label_name`` is those names joined by
+    commas). ``meta`` holds the non-feature columns (e.g. ``Date``) as str arrays.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    feature_names: list[str]
+    label_name: str
+    label_names: list[str] = field(default_factory=list)
+    name: str = ""
+    meta: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def multilabel(self) -> bool:
+        return self.y.ndim == 2
+
+
+def datasets_dir() -> Path:
+    """The data set folder (see the module docstring for how it is found).
+
+    Raises ``FileNotFoundError`` naming every place it looked.
+    """
+    env = os.environ.get(ENV_VAR)
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_dir():
+            raise FileNotFoundError(f"{ENV_VAR}={env!r} is not a directory")
+        return path
+    looked: list[str] = []
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        for ancestor in (start, *start.parents):
+            candidate = ancestor / "shared" / "datasets"
+            if candidate.is_dir():
+                return candidate
+        looked.append(str(start))
+    raise FileNotFoundError(
+        f"cannot find the data sets: {ENV_VAR} is not set and no shared/datasets "
+        f"folder exists in or above {' or '.join(looked)}; set {ENV_VAR} to the "
+        "folder holding the CSV files")
+
+
+def _spec(name: str, owner: str) -> _Spec:
+    return _SPECS[check_choice("name", name, owner, DATASETS)]
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    raw = path.read_bytes()
+    if path.suffix == ".gz":
+        raw = gzip.decompress(raw)
+    reader = csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline=""))
+    header = next(reader)
+    rows = [row for row in reader if row]
+    return header, rows
+
+
+def _parse_float(block: np.ndarray, path: Path, names: list[str]) -> np.ndarray:
+    stripped = np.char.strip(block)
+    missing = np.isin(stripped, _MISSING)
+    try:
+        return np.where(missing, "nan", stripped).astype(np.float64)
+    except ValueError:
+        pass
+    # Find the offending cell to say where it is.
+    for j, name in enumerate(names):
+        for i, v in enumerate(stripped[:, j]):
+            if not missing[i, j]:
+                try:
+                    float(v)
+                except ValueError:
+                    raise ValueError(f"{path.name}: column {name!r}, data row {i + 1}: "
+                                     f"{str(v)!r} is not a number") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _parse_labels(column: np.ndarray) -> np.ndarray:
+    for dtype in (np.int64, np.float64):
+        try:
+            return column.astype(dtype)
+        except (ValueError, OverflowError):
+            continue
+    return column
+
+
+def load(name: str) -> Dataset:
+    """Load one data set by name (one of :data:`DATASETS`).
+
+    >>> ds = load("arrhythmia")
+    >>> ds.X.shape, int(np.isnan(ds.X).sum()), ds.label_name
+    ((452, 279), 408, 'class')
+    >>> ds = load("emotions")
+    >>> ds.X.shape, ds.y.shape, ds.label_names[:2]
+    ((593, 72), (593, 6), ['amazed-suprised', 'happy-pleased'])
+    """
+    spec = _spec(name, "load")
+    path = datasets_dir() / spec.file
+    header, rows = _read_rows(path)
+    if len(header) != spec.cols:
+        raise ValueError(f"{path}: expected {spec.cols} columns, found {len(header)}")
+    bad = next((i for i, r in enumerate(rows) if len(r) != len(header)), None)
+    if bad is not None:
+        raise ValueError(f"{path}: data row {bad + 1} has {len(rows[bad])} fields, "
+                         f"the header has {len(header)}")
+    label_names = list(header[:spec.labels]) if isinstance(spec.labels, int) \
+        else list(spec.labels)
+    missing_cols = [c for c in (*label_names, *spec.meta) if c not in header]
+    if missing_cols:
+        raise ValueError(f"{path}: no column(s) {missing_cols}")
+    non_features = set(label_names) | set(spec.meta)
+    feature_names = [c for c in header if c not in non_features]
+
+    table = np.array(rows, dtype=str).reshape(len(rows), len(header))
+    col = {c: j for j, c in enumerate(header)}
+    X = _parse_float(table[:, [col[c] for c in feature_names]], path, feature_names)
+    if spec.multilabel:
+        y = _parse_labels(table[:, [col[c] for c in label_names]])
+        if y.dtype != np.int64 or not np.isin(y, (0, 1)).all():
+            raise ValueError(f"{path}: multi-label columns must hold 0/1")
+        label_name = ",".join(label_names)
+    else:
+        y = _parse_labels(np.char.strip(table[:, col[label_names[0]]]))
+        label_name = label_names[0]
+    meta = {c: table[:, col[c]].copy() for c in spec.meta}
+    return Dataset(X=X, y=y, feature_names=feature_names, label_name=label_name,
+                   label_names=label_names, name=name, meta=meta)
+
+
+def binary_task(name: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(X, y, feature_names)`` of a PAACDS-protocol data set, ``y`` a bool array.
+
+    The positive class: 1 for the 0/1-target files; ``+1`` for svmguide3; ``2``
+    ("neither") for splice; classes 1..7 for libras; class 1 for dermatology; class
+    1 ("normal") for arrhythmia.
+
+    >>> X, y, _ = binary_task("libras")
+    >>> int(y.sum()), len(y)
+    (168, 360)
+    """
+    name = check_choice("name", name, "binary_task", PAACDS_TASKS)
+    ds = load(name)
+    return ds.X, np.asarray(_BINARY[name](ds.y), dtype=bool), ds.feature_names
+
+
+def verify(names: list[str] | tuple[str, ...] | None = None) -> dict[str, str]:
+    """Check files against the README's SHA-256 prefixes; return the full digests.
+
+    Raises ``ValueError`` naming every file whose digest differs (and
+    ``FileNotFoundError`` for a missing file).
+
+    >>> verify(["pima"])["pima"][:16]
+    '49046818a041b8bb'
+    """
+    if names is None:
+        names = DATASETS
+    for name in names:
+        _spec(name, "verify")
+    root = datasets_dir()
+    digests: dict[str, str] = {}
+    bad: list[str] = []
+    for name in names:
+        spec = _SPECS[name]
+        digest = hashlib.sha256((root / spec.file).read_bytes()).hexdigest()
+        digests[name] = digest
+        if not digest.startswith(spec.sha256):
+            bad.append(f"{spec.file} (sha256 {digest[:16]}, expected {spec.sha256})")
+    if bad:
+        raise ValueError(f"data set files differ from the README in {root}: "
+                         + "; ".join(bad))
+    return digests
