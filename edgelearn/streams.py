@@ -1,0 +1,154 @@
+"""Stream wrappers: arrays to instance streams, and capricious feature removal.
+
+An *instance* in a stream is ``(features, label)`` with ``features`` a ``dict`` of
+channel name to Python ``float``; a channel that is missing is absent from the dict
+(never a NaN, never 0), which is how the gateway sees sensor messages.
+
+* :func:`iter_array` turns a matrix (NaN = missing) and labels into such a stream.
+* :func:`drop_features` applies the PAACDS evaluation protocol to a matrix: each
+  instance loses a random fraction, drawn uniformly in ``[0, alpha]``, of the
+  features it has.
+* :func:`capricious` is both at once, so the dict stream and the array form carry the
+  same missing pattern.
+
+>>> import numpy as np
+>>> X = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
+>>> list(iter_array(X, np.array([0, 1]), ["t", "h", "co2"]))
+[({'t': 1.0, 'co2': 3.0}, 0), ({'t': 4.0, 'h': 5.0, 'co2': 6.0}, 1)]
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from edgelearn._validation import check_number, format_value
+
+__all__ = ["iter_array", "drop_features", "capricious"]
+
+
+def _as_matrix(X: Any, owner: str) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"{owner} expects a 2-D feature matrix; got shape {X.shape}")
+    return X
+
+
+def iter_array(
+    X: Any, y: Any, feature_names: Sequence[str] | None = None
+) -> Iterator[tuple[dict[str, float], Any]]:
+    """Yield ``(features, label)`` for each row of ``X``.
+
+    ``features`` maps ``feature_names`` (default ``"0"``, ``"1"``, ...) to Python
+    floats, in column order, leaving out NaN entries. Labels come out as plain
+    Python scalars (``y.tolist()`` per element); a 2-D ``y`` (multi-label) gives a
+    list per row; ``y=None`` gives ``None`` labels (an unlabelled stream).
+
+    Arguments are checked when ``iter_array`` is called, not on the first ``next``.
+
+    >>> X = np.array([[0.5, np.nan]])
+    >>> next(iter_array(X, np.array([True])))
+    ({'0': 0.5}, True)
+    """
+    X = _as_matrix(X, "iter_array")
+    n, d = X.shape
+    if feature_names is None:
+        names = [str(j) for j in range(d)]
+    else:
+        names = [str(name) for name in feature_names]
+        if len(names) != d:
+            raise ValueError(f"iter_array: {len(names)} feature names for {d} columns")
+        if len(set(names)) != d:
+            raise ValueError("iter_array: feature names must be unique")
+    if y is None:
+        labels: list[Any] = [None] * n
+    else:
+        y_arr = np.asarray(y)
+        if y_arr.ndim not in (1, 2) or y_arr.shape[0] != n:
+            raise ValueError(f"iter_array: y of shape {y_arr.shape} does not match "
+                             f"{n} rows of X")
+        labels = y_arr.tolist()
+    return _iter_rows(X, labels, names)
+
+
+def _iter_rows(X: np.ndarray, labels: list[Any], names: list[str]):
+    for row, label in zip(X, labels):
+        # tolist() gives Python floats in one C call; `v == v` is False only for NaN.
+        yield {name: v for name, v in zip(names, row.tolist()) if v == v}, label
+
+
+def _rng(seed: Any, owner: str) -> np.random.Generator:
+    ok = seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence))
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_)):
+        ok = seed >= 0
+        if not ok:
+            raise ValueError(f"The 'seed' parameter of {owner} must be an int in "
+                             f"[0, inf), a numpy Generator or None. Got "
+                             f"{format_value(seed)}.")
+    if not ok:
+        raise TypeError(f"The 'seed' parameter of {owner} must be an int in [0, inf), "
+                        f"a numpy Generator or None. Got {format_value(seed)}.")
+    return np.random.default_rng(seed)
+
+
+def _drop(X: Any, alpha: float, seed: Any, owner: str) -> np.ndarray:
+    alpha = check_number("alpha", alpha, owner, 0, 1)
+    rng = _rng(seed, owner)
+    out = _as_matrix(X, owner).copy()
+    n, d = out.shape
+    present = ~np.isnan(out)
+    # The draws are fixed in number and order (n fractions, then an n x d matrix of
+    # sort keys), so a seed gives the same pattern whatever the missing values.
+    fraction = rng.uniform(0.0, alpha, size=n)
+    keys = rng.random((n, d))
+    n_present = present.sum(axis=1)
+    # rint rounds half to even, exactly like Python's round() on the same double.
+    n_drop = np.rint(fraction * n_present).astype(np.intp)
+    # Dropping the k present entries with the smallest random keys picks a uniform
+    # k-subset without replacement, for all rows at once.
+    keys[~present] = np.inf
+    rank = np.empty((n, d), dtype=np.intp)
+    np.put_along_axis(rank, np.argsort(keys, axis=1),
+                      np.broadcast_to(np.arange(d), (n, d)), axis=1)
+    out[rank < n_drop[:, None]] = np.nan
+    return out
+
+
+def drop_features(X: Any, alpha: float = 0.5, seed: Any = 0) -> np.ndarray:
+    """Return a float64 copy of ``X`` with features removed at random (NaN).
+
+    The PAACDS protocol: for each row draw ``f ~ U[0, alpha]`` and set to NaN
+    ``round(f * n_present)`` of its present (non-NaN) entries, chosen uniformly
+    without replacement. On average a fraction ``alpha / 2`` of the present
+    features goes. Randomness comes from ``numpy.random.default_rng(seed)``, so the
+    same seed gives the same pattern. ``X`` is not modified.
+
+    >>> X = np.arange(12, dtype=float).reshape(3, 4)
+    >>> drop_features(X, alpha=0.5, seed=0)
+    array([[nan,  1.,  2.,  3.],
+           [ 4., nan,  6.,  7.],
+           [ 8.,  9., 10., 11.]])
+    >>> drop_features(X, alpha=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'alpha' parameter of drop_features must be a float in [0, 1]. Got 1.5.
+    """
+    return _drop(X, alpha, seed, "drop_features")
+
+
+def capricious(
+    X: Any,
+    y: Any,
+    alpha: float = 0.5,
+    seed: Any = 0,
+    feature_names: Sequence[str] | None = None,
+) -> Iterator[tuple[dict[str, float], Any]]:
+    """A capricious stream: ``iter_array(drop_features(X, alpha, seed), y, feature_names)``.
+
+    >>> X = np.arange(12, dtype=float).reshape(3, 4)
+    >>> [sorted(x) for x, _ in capricious(X, [0, 1, 0], seed=0)]
+    [['1', '2', '3'], ['0', '2', '3'], ['0', '1', '2', '3']]
+    """
+    return iter_array(_drop(X, alpha, seed, "capricious"), y, feature_names)

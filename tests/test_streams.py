@@ -1,0 +1,173 @@
+import math
+
+import numpy as np
+import pytest
+
+from edgelearn.streams import capricious, drop_features, iter_array
+
+
+def dropped_fraction(before, after):
+    present = ~np.isnan(before)
+    gone = present & np.isnan(after)
+    return gone.sum(axis=1) / np.maximum(present.sum(axis=1), 1)
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.5, 1.0])
+def test_mean_dropped_fraction_is_half_alpha(alpha):
+    X = np.ones((20000, 20))
+    frac = dropped_fraction(X, drop_features(X, alpha=alpha, seed=1))
+    # Per-row fractions have sd <= alpha / sqrt(12) + rounding; 20000 rows put the
+    # standard error of the mean near 0.001.
+    assert abs(frac.mean() - alpha / 2) < 0.01
+    assert frac.min() == 0.0
+    assert frac.max() <= round(alpha * 20) / 20
+
+
+def test_only_present_features_are_dropped_and_counted():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(20000, 12))
+    X[rng.random(X.shape) < 0.3] = np.nan
+    out = drop_features(X, alpha=0.5, seed=2)
+    # Missing stays missing; present values are kept bit for bit or become NaN.
+    assert np.isnan(out[np.isnan(X)]).all()
+    kept = ~np.isnan(out)
+    assert np.array_equal(out[kept], X[kept])
+    n_present = (~np.isnan(X)).sum(axis=1)
+    n_dropped = (np.isnan(out) & ~np.isnan(X)).sum(axis=1)
+    # round(f * n) with f <= alpha never exceeds round(alpha * n).
+    assert (n_dropped <= np.rint(0.5 * n_present)).all()
+    frac = n_dropped[n_present > 0] / n_present[n_present > 0]
+    assert abs(frac.mean() - 0.25) < 0.01
+
+
+def test_every_column_is_equally_likely_to_go():
+    X = np.zeros((20000, 10))
+    gone = np.isnan(drop_features(X, alpha=0.6, seed=3)).mean(axis=0)
+    # Each column goes with probability 0.3; sd of a column's rate ~ 0.0032.
+    assert np.all(np.abs(gone - 0.3) < 0.02)
+
+
+def test_same_seed_same_pattern_other_seed_other_pattern():
+    X = np.random.default_rng(0).normal(size=(200, 15))
+    a = drop_features(X, alpha=0.5, seed=42)
+    b = drop_features(X, alpha=0.5, seed=42)
+    c = drop_features(X, alpha=0.5, seed=43)
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert not np.array_equal(np.isnan(a), np.isnan(c))
+
+
+def test_generator_seed_is_accepted():
+    X = np.ones((50, 6))
+    a = drop_features(X, seed=np.random.default_rng(7))
+    b = drop_features(X, seed=7)
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+
+
+def test_alpha_zero_drops_nothing():
+    X = np.arange(30.0).reshape(5, 6)
+    assert np.array_equal(drop_features(X, alpha=0.0), X)
+
+
+def test_inputs_not_mutated_and_output_is_a_float_copy():
+    X = np.arange(40, dtype=np.int64).reshape(8, 5)
+    Xf = np.where(X % 7 == 0, np.nan, X.astype(float))
+    y = np.arange(8)
+    X0, Xf0, y0 = X.copy(), Xf.copy(), y.copy()
+    out = drop_features(X, alpha=1.0, seed=0)
+    assert out.dtype == np.float64 and np.isnan(out).any()
+    list(capricious(Xf, y, alpha=1.0, seed=0))
+    list(iter_array(Xf, y))
+    assert np.array_equal(X, X0)
+    assert np.array_equal(Xf, Xf0, equal_nan=True)
+    assert np.array_equal(y, y0)
+    Xf_same = drop_features(Xf, alpha=0.0)
+    assert Xf_same is not Xf
+
+
+def test_capricious_equals_iter_array_of_drop_features():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 7))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = rng.integers(0, 3, size=300)
+    names = [f"ch{j}" for j in range(7)]
+    a = list(capricious(X, y, alpha=0.5, seed=9, feature_names=names))
+    b = list(iter_array(drop_features(X, alpha=0.5, seed=9), y, names))
+    assert a == b
+    assert len(a) == 300
+
+
+def test_iter_array_contents_and_types():
+    X = np.array([[1.5, np.nan, -0.0], [np.nan, np.nan, np.nan], [np.inf, 2, 3]])
+    y = np.array([1, 0, 1], dtype=np.int8)
+    rows = list(iter_array(X, y))
+    assert rows[0] == ({"0": 1.5, "2": -0.0}, 1)
+    assert math.copysign(1.0, rows[0][0]["2"]) == -1.0
+    assert rows[1] == ({}, 0)
+    assert rows[2] == ({"0": math.inf, "1": 2.0, "2": 3.0}, 1)
+    for features, label in rows:
+        assert type(label) is int
+        assert all(type(k) is str and type(v) is float for k, v in features.items())
+    assert list(rows[2][0]) == ["0", "1", "2"]  # column order
+
+
+@pytest.mark.parametrize("y, expected_type", [
+    (np.array(["a", "b"]), str),
+    (np.array([True, False]), bool),
+    (np.array([0.5, 1.5], dtype=np.float32), float),
+    (np.array([-1, 1], dtype=np.int64), int),
+    ([3, 4], int),
+])
+def test_labels_are_python_scalars(y, expected_type):
+    labels = [label for _, label in iter_array(np.zeros((2, 1)), y)]
+    assert all(type(v) is expected_type for v in labels)
+    assert labels == np.asarray(y).tolist()
+
+
+def test_multilabel_and_unlabelled():
+    X = np.zeros((2, 2))
+    assert [lab for _, lab in iter_array(X, np.array([[0, 1], [1, 1]]))] == [[0, 1], [1, 1]]
+    assert [lab for _, lab in iter_array(X, None)] == [None, None]
+
+
+def test_feature_names_keep_column_order():
+    X = np.array([[1.0, 2.0, 3.0]])
+    x, _ = next(iter_array(X, [0], ["z", "a", "m"]))
+    assert list(x) == ["z", "a", "m"]
+
+
+def test_iter_array_checks_arguments_eagerly():
+    with pytest.raises(ValueError, match="2-D"):
+        iter_array(np.zeros(3), [0, 1, 2])
+    with pytest.raises(ValueError, match="does not match"):
+        iter_array(np.zeros((3, 2)), [0, 1])
+    with pytest.raises(ValueError, match="3 feature names for 2 columns"):
+        iter_array(np.zeros((3, 2)), [0, 1, 2], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="unique"):
+        iter_array(np.zeros((3, 2)), [0, 1, 2], ["a", "a"])
+
+
+@pytest.mark.parametrize("fn", ["drop_features", "capricious"])
+@pytest.mark.parametrize("alpha, exc, shown", [
+    (1.5, ValueError, "1.5"),
+    (-0.1, ValueError, "-0.1"),
+    (float("nan"), ValueError, "nan"),
+    ("0.5", TypeError, "'0.5'"),
+    (True, TypeError, "True"),
+    (None, TypeError, "None"),
+])
+def test_bad_alpha_rejected_with_message(fn, alpha, exc, shown):
+    X = np.ones((3, 3))
+    msg = f"The 'alpha' parameter of {fn} must be a float in [0, 1]. Got {shown}."
+    with pytest.raises(exc) as info:
+        if fn == "drop_features":
+            drop_features(X, alpha=alpha)
+        else:
+            capricious(X, [0, 1, 0], alpha=alpha)
+    assert str(info.value) == msg
+
+
+@pytest.mark.parametrize("seed, exc", [(-1, ValueError), (1.5, TypeError),
+                                       ("x", TypeError), (True, TypeError)])
+def test_bad_seed_rejected(seed, exc):
+    with pytest.raises(exc, match=r"The 'seed' parameter of drop_features must be"):
+        drop_features(np.ones((2, 2)), seed=seed)
