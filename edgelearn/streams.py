@@ -43,8 +43,9 @@ def iter_array(
 
     ``features`` maps ``feature_names`` (default ``"0"``, ``"1"``, ...) to Python
     floats, in column order, leaving out NaN entries. Labels come out as plain
-    Python scalars (``y.tolist()`` per element); a 2-D ``y`` (multi-label) gives a
-    list per row; ``y=None`` gives ``None`` labels (an unlabelled stream).
+    Python scalars (``.item()`` of NumPy scalars; other objects in a list are
+    passed through as they are); a 2-D ``y`` array (multi-label) gives a list per
+    row; ``y=None`` gives ``None`` labels (an unlabelled stream).
 
     Arguments are checked when ``iter_array`` is called, not on the first ``next``.
 
@@ -64,12 +65,16 @@ def iter_array(
             raise ValueError("iter_array: feature names must be unique")
     if y is None:
         labels: list[Any] = [None] * n
-    else:
-        y_arr = np.asarray(y)
-        if y_arr.ndim not in (1, 2) or y_arr.shape[0] != n:
-            raise ValueError(f"iter_array: y of shape {y_arr.shape} does not match "
+    elif isinstance(y, np.ndarray):
+        if y.ndim not in (1, 2) or y.shape[0] != n:
+            raise ValueError(f"iter_array: y of shape {y.shape} does not match "
                              f"{n} rows of X")
-        labels = y_arr.tolist()
+        labels = y.tolist()
+    else:
+        # Not through np.asarray: it would turn [1, "a"] into two strings.
+        labels = [v.item() if isinstance(v, np.generic) else v for v in y]
+        if len(labels) != n:
+            raise ValueError(f"iter_array: {len(labels)} labels for {n} rows of X")
     return _iter_rows(X, labels, names)
 
 

@@ -29,6 +29,11 @@ def cached(name):
 
 
 @functools.lru_cache(maxsize=None)
+def cached_task(name):
+    return binary_task(name)
+
+
+@functools.lru_cache(maxsize=None)
 def readme():
     return (datasets_dir() / "README.md").read_text()
 
@@ -131,7 +136,7 @@ def test_single_label_sets_have_label_names():
 
 @pytest.mark.parametrize("name", PAACDS_TASKS)
 def test_binary_tasks(name):
-    X, y, names = binary_task(name)
+    X, y, names = cached_task(name)
     assert y.dtype == bool and y.shape == (X.shape[0],)
     assert 0.0 < y.mean() < 1.0
     assert names == cached(name).feature_names
@@ -142,7 +147,7 @@ def test_binary_tasks(name):
     ("dermatology", 112), ("arrhythmia", 245), ("wdbc", 212), ("pima", 268),
 ])
 def test_binary_task_definitions(name, positives):
-    assert int(binary_task(name)[1].sum()) == positives
+    assert int(cached_task(name)[1].sum()) == positives
 
 
 def test_binary_task_rejects_other_data_sets():

@@ -123,6 +123,12 @@ def test_labels_are_python_scalars(y, expected_type):
     assert labels == np.asarray(y).tolist()
 
 
+def test_list_labels_keep_their_types():
+    y = [1, "a", np.int64(2), (0, 1)]
+    labels = [lab for _, lab in iter_array(np.zeros((4, 1)), y)]
+    assert labels == [1, "a", 2, (0, 1)] and type(labels[2]) is int
+
+
 def test_multilabel_and_unlabelled():
     X = np.zeros((2, 2))
     assert [lab for _, lab in iter_array(X, np.array([[0, 1], [1, 1]]))] == [[0, 1], [1, 1]]
@@ -139,6 +145,8 @@ def test_iter_array_checks_arguments_eagerly():
     with pytest.raises(ValueError, match="2-D"):
         iter_array(np.zeros(3), [0, 1, 2])
     with pytest.raises(ValueError, match="does not match"):
+        iter_array(np.zeros((3, 2)), np.array([0, 1]))
+    with pytest.raises(ValueError, match="2 labels for 3 rows"):
         iter_array(np.zeros((3, 2)), [0, 1])
     with pytest.raises(ValueError, match="3 feature names for 2 columns"):
         iter_array(np.zeros((3, 2)), [0, 1, 2], ["a", "b", "c"])
