@@ -1,0 +1,859 @@
+"""The wire protocol: topic layout, message schemas, decoding with hard limits.
+
+Everything here is a pure function or an immutable value; nothing touches the
+network. Inbound bytes go through three steps, none of which raises to the caller:
+
+1. :func:`decode_payload` checks the payload size, then unpacks it with msgpack's own
+   length limits (``max_str_len``, ``max_bin_len``, ``max_ext_len``,
+   ``max_array_len``, ``max_map_len``, all from :class:`Limits`), then checks the
+   nesting depth;
+2. :func:`validate_data` / :func:`validate_label` check the schema and build a
+   :class:`DataMessage` / :class:`LabelMessage`;
+3. anything wrong gives a :class:`Reject` whose ``reason`` is one of
+   :data:`REJECT_REASONS` (the counter names the status message reports) and whose
+   ``detail`` names the field, what it must be and what arrived.
+
+:func:`parse_message` does all of it from an MQTT topic and payload.
+
+Inbound schemas (see ``DESIGN.md``)::
+
+    data   {"ts": number, "seq": int >= 0, "ch": {name: number, ...}, "y"?: label}
+    label  {"req": request id (str), "y": label}
+
+A label is a ``bool``, an ``int``, a ``str`` (printable, 1 to
+``Limits.max_label_bytes`` bytes of UTF-8) or, for multi-label streams, a non-empty
+map of such label names to ``bool``. Keys a message carries beyond these are ignored,
+so firmware can add fields without breaking older gateways. A ``"y": nil`` in a data
+message means "no label". When a map repeats a key, msgpack keeps the last value.
+
+Channel names, stream ids and request ids follow one rule: a non-empty ``str`` of at
+most N bytes of UTF-8 (N from :class:`Limits`), printable, with no whitespace and
+none of ``/``, ``+``, ``#`` (they would break MQTT topics and filters if a name ever
+became a topic level). Channel values are ``int`` or ``float``; ``bool`` is rejected
+(firmware sending ``true`` for a reading is a bug, not the number 1). A NaN or
+infinite value is not a reject: that channel is dropped from the message (a sensor
+that failed reports NaN) and counted under ``"non_finite_values"``.
+
+>>> topics = Topics()
+>>> payload = encode_data(ts=1.5, seq=7, channels={"temp": 21.5, "hum": float("nan")})
+>>> message = parse_message("sensors/s1/data", payload, topics)
+>>> message.stream, message.seq, message.channels, message.non_finite
+('s1', 7, {'temp': 21.5}, ('hum',))
+>>> parse_message("sensors/s1/data", b"\\xc1", topics)
+Reject(reason='not_msgpack', detail='payload is not valid msgpack (byte 0xc1 or another reserved code)')
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import msgpack
+import numpy as np
+
+from edgelearn._validation import check_number
+
+__all__ = [
+    "REJECT_REASONS",
+    "COUNTER_KEYS",
+    "KINDS",
+    "INBOUND_KINDS",
+    "Topics",
+    "Limits",
+    "DEFAULT_LIMITS",
+    "DataMessage",
+    "LabelMessage",
+    "Reject",
+    "RejectCounters",
+    "decode_payload",
+    "validate_data",
+    "validate_label",
+    "check_stream_id",
+    "parse_message",
+    "encode_data",
+    "encode_label",
+    "encode_prediction",
+    "encode_label_request",
+    "encode_status",
+    "OFFLINE_STATUS",
+    "to_wire",
+]
+
+# --- reject reasons -----------------------------------------------------------------
+
+REJECT_REASONS: Mapping[str, str] = types.MappingProxyType(
+    {
+        "unknown_topic": "the topic matches no inbound template",
+        "bad_stream_id": "the stream id in the topic breaks the name rules or is reserved",
+        "too_large": "the payload is longer than Limits.max_payload_bytes",
+        "not_msgpack": "the payload is not exactly one well-formed msgpack object "
+        "(truncated, reserved byte, trailing bytes, invalid UTF-8, array or map as a map key)",
+        "too_long": "a str, bin, ext, array or map is longer than its Limits bound",
+        "too_deep": "containers nest deeper than Limits.max_depth",
+        "not_a_map": "the message is not a msgpack map",
+        "missing_field": "a required field is absent",
+        "bad_field_type": "'ts', 'seq', 'ch' or 'req' has the wrong type or value",
+        "too_many_channels": "'ch' has more than Limits.max_channels entries",
+        "bad_channel_name": "a channel name breaks the name rules",
+        "bad_value_type": "a channel value is not an int or float (bool included)",
+        "bad_label": "'y' is not a valid label",
+    }
+)
+"""Every reason a :class:`Reject` can carry, with what it means; these are counter names."""
+
+COUNTER_KEYS: tuple[str, ...] = (*REJECT_REASONS, "non_finite_values")
+"""The keys of :meth:`RejectCounters.as_dict`: the reject reasons, then
+``"non_finite_values"`` (channel values dropped for being NaN or infinite, in messages
+that were kept)."""
+
+
+# --- topics -------------------------------------------------------------------------
+
+KINDS = ("data", "prediction", "label_request", "label", "status")
+INBOUND_KINDS = ("data", "label")
+_STREAM_KINDS = ("data", "prediction", "label_request", "label")
+_FORBIDDEN_IN_NAMES = frozenset("/+#")
+
+
+def _placeholder(kind: str) -> str:
+    return "{gateway}" if kind == "status" else "{stream}"
+
+
+@dataclass(frozen=True)
+class _Template:
+    kind: str
+    levels: tuple[str, ...]
+    slot: int  # index of the placeholder level
+
+
+def _parse_template(kind: str, template: Any) -> _Template:
+    placeholder = _placeholder(kind)
+    where = f"The '{kind}_template' parameter of Topics"
+    if not isinstance(template, str) or not template:
+        raise ValueError(f"{where} must be a non-empty str. Got {template!r}.")
+    for bad, why in (("+", "a wildcard"), ("#", "a wildcard"), ("\0", "NUL")):
+        if bad in template:
+            raise ValueError(f"{where} must not contain {why} ({bad!r}). Got {template!r}.")
+    if template.count(placeholder) != 1 or template.count("{") != 1 or template.count("}") != 1:
+        raise ValueError(
+            f"{where} must contain {placeholder} exactly once and no other braces. "
+            f"Got {template!r}."
+        )
+    if template.startswith("$"):
+        raise ValueError(
+            f"{where} must not start with '$' (reserved for the broker). Got {template!r}."
+        )
+    levels = tuple(template.split("/"))
+    if placeholder not in levels:
+        raise ValueError(
+            f"{where} must have {placeholder} as a whole topic level (between '/'), "
+            f"since a '+' filter matches whole levels. Got {template!r}."
+        )
+    return _Template(kind, levels, levels.index(placeholder))
+
+
+@dataclass(frozen=True)
+class Topics:
+    """The MQTT topic layout, built from templates in one place.
+
+    Stream templates hold ``{stream}`` and the status template ``{gateway}``, exactly
+    once and as a whole topic level; no wildcards. Templates may share topics only
+    where a placeholder meets a literal level: the default ``edgelearn/{stream}/label``
+    and ``edgelearn/status/{gateway}`` both fit ``edgelearn/status/label``. Such
+    literals become reserved ids (here the stream ``status`` and the gateways
+    ``prediction``, ``label_request``, ``label``) so that every topic has one meaning;
+    templates that would collide for every id are an error.
+
+    >>> topics = Topics()
+    >>> topics.prediction("s1"), topics.status("gw1")
+    ('edgelearn/s1/prediction', 'edgelearn/status/gw1')
+    >>> topics.inbound_filters()
+    ('sensors/+/data', 'edgelearn/+/label')
+    >>> topics.parse("edgelearn/s1/label"), topics.parse("sensors/s1/other")
+    (('label', 's1'), None)
+    >>> sorted(topics.reserved_streams), sorted(topics.reserved_gateways)
+    (['status'], ['label', 'label_request', 'prediction'])
+    >>> topics.label("status")
+    Traceback (most recent call last):
+    ...
+    ValueError: stream id is reserved: its topics would collide with another template, got 'status'
+    >>> Topics(data_template="sensors/+/data")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'data_template' parameter of Topics must not contain a wildcard ('+'). Got 'sensors/+/data'.
+    """
+
+    data_template: str = "sensors/{stream}/data"
+    prediction_template: str = "edgelearn/{stream}/prediction"
+    label_request_template: str = "edgelearn/{stream}/label_request"
+    label_template: str = "edgelearn/{stream}/label"
+    status_template: str = "edgelearn/status/{gateway}"
+    _templates: tuple[_Template, ...] = field(init=False, repr=False, compare=False)
+    reserved_streams: frozenset[str] = field(init=False, repr=False, compare=False)
+    reserved_gateways: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        templates = tuple(_parse_template(k, getattr(self, f"{k}_template")) for k in KINDS)
+        reserved: dict[str, set[str]] = {"stream": set(), "gateway": set()}
+        for i, a in enumerate(templates):
+            for b in templates[i + 1 :]:
+                if len(a.levels) != len(b.levels) or any(
+                    x != y and n not in (a.slot, b.slot)
+                    for n, (x, y) in enumerate(zip(a.levels, b.levels))
+                ):
+                    continue  # no topic fits both
+                if a.slot == b.slot:
+                    raise ValueError(
+                        f"The '{a.kind}_template' and '{b.kind}_template' parameters of "
+                        f"Topics must not match the same topics. Got "
+                        f"{'/'.join(a.levels)!r} and {'/'.join(b.levels)!r}."
+                    )
+                reserved[_placeholder(a.kind)[1:-1]].add(b.levels[a.slot])
+                reserved[_placeholder(b.kind)[1:-1]].add(a.levels[b.slot])
+        object.__setattr__(self, "_templates", templates)
+        object.__setattr__(self, "reserved_streams", frozenset(reserved["stream"]))
+        object.__setattr__(self, "reserved_gateways", frozenset(reserved["gateway"]))
+
+    def _build(self, kind: str, ident: Any) -> str:
+        template = self._templates[KINDS.index(kind)]
+        problem = _name_problem(ident, 65535)
+        if problem is None and ident in self._reserved(kind):
+            problem = (
+                "is reserved: its topics would collide with another template, "
+                f"got {_show(ident)}"
+            )
+        if problem:
+            noun = "gateway id" if kind == "status" else "stream id"
+            raise ValueError(f"{noun} {problem}")
+        levels = list(template.levels)
+        levels[template.slot] = ident
+        return "/".join(levels)
+
+    def _reserved(self, kind: str) -> frozenset[str]:
+        return self.reserved_gateways if kind == "status" else self.reserved_streams
+
+    def data(self, stream: str) -> str:
+        """The topic a sensor publishes ``stream``'s readings on."""
+        return self._build("data", stream)
+
+    def prediction(self, stream: str) -> str:
+        """The topic the gateway publishes ``stream``'s predictions on."""
+        return self._build("prediction", stream)
+
+    def label_request(self, stream: str) -> str:
+        """The topic the gateway asks for ``stream``'s labels on."""
+        return self._build("label_request", stream)
+
+    def label(self, stream: str) -> str:
+        """The topic label answers for ``stream`` arrive on."""
+        return self._build("label", stream)
+
+    def status(self, gateway: str) -> str:
+        """The retained status topic of ``gateway``."""
+        return self._build("status", gateway)
+
+    def filter(self, kind: str) -> str:
+        """The subscription filter for all topics of ``kind`` (``+`` for the id).
+
+        >>> Topics().filter("status")
+        'edgelearn/status/+'
+        """
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        template = self._templates[KINDS.index(kind)]
+        levels = list(template.levels)
+        levels[template.slot] = "+"
+        return "/".join(levels)
+
+    def inbound_filters(self) -> tuple[str, ...]:
+        """The filters the gateway subscribes to: data, then label answers."""
+        return tuple(self.filter(kind) for kind in INBOUND_KINDS)
+
+    def parse(self, topic: str) -> tuple[str, str] | None:
+        """``(kind, id)`` for a topic of any kind (``id`` is the stream, or the gateway
+        for ``"status"``), or ``None`` if no template fits.
+
+        The id is not checked against the name rules (see :func:`check_stream_id`).
+        A topic fits several templates only with a reserved id; then the fit whose id
+        is not reserved wins, and if there is none the first fit is returned, so the
+        caller reports a reserved id rather than an unknown topic.
+
+        >>> Topics().parse("edgelearn/status/prediction")
+        ('prediction', 'status')
+        """
+        if not isinstance(topic, str):
+            return None
+        levels = topic.split("/")
+        first_fit = None
+        for template in self._templates:
+            if len(levels) != len(template.levels):
+                continue
+            if all(
+                n == template.slot or level == expected
+                for n, (level, expected) in enumerate(zip(levels, template.levels))
+            ):
+                fit = (template.kind, levels[template.slot])
+                if fit[1] not in self._reserved(template.kind):
+                    return fit
+                first_fit = first_fit or fit
+        return first_fit
+
+
+# --- limits -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Hard bounds on inbound messages; every count is fixed before the first message.
+
+    ``max_string_bytes`` bounds every msgpack str, bin and ext and
+    ``max_container_len`` every array and map, while decoding (msgpack refuses before
+    allocating); ``max_depth`` counts container levels (a data message has 2:
+    the message map and ``ch``). The other bounds apply during validation.
+
+    >>> Limits().max_payload_bytes
+    4096
+    >>> Limits(max_depth=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'max_depth' parameter of Limits must be an int in [2, inf). Got 1.
+    """
+
+    max_payload_bytes: int = 4096
+    max_channels: int = 64
+    max_channel_name_bytes: int = 64
+    max_string_bytes: int = 256
+    max_container_len: int = 256
+    max_depth: int = 4
+    max_stream_id_bytes: int = 64
+    max_label_bytes: int = 64
+    max_request_id_bytes: int = 64
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            low = 2 if name == "max_depth" else 1
+            check_number(name, getattr(self, name), "Limits", low, None, integer=True)
+        for name in ("max_channel_name_bytes", "max_label_bytes", "max_request_id_bytes"):
+            if getattr(self, name) > self.max_string_bytes:
+                raise ValueError(
+                    f"The '{name}' parameter of Limits must be <= max_string_bytes "
+                    f"({self.max_string_bytes}), or valid names would fail to decode. "
+                    f"Got {getattr(self, name)}."
+                )
+        if self.max_channels > self.max_container_len:
+            raise ValueError(
+                "The 'max_channels' parameter of Limits must be <= max_container_len "
+                f"({self.max_container_len}). Got {self.max_channels}."
+            )
+
+
+DEFAULT_LIMITS = Limits()
+
+
+# --- messages -----------------------------------------------------------------------
+
+Label = Union[bool, int, str, dict[str, bool]]
+
+
+@dataclass(frozen=True)
+class DataMessage:
+    """A valid sensor reading. ``channels`` holds only finite values (as ``float``);
+    ``non_finite`` names the channels dropped for being NaN or infinite."""
+
+    stream: str
+    ts: float
+    seq: int
+    channels: dict[str, float]
+    y: Label | None = None
+    non_finite: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LabelMessage:
+    """A label answer for the pending request ``req`` of ``stream``."""
+
+    stream: str
+    req: str
+    y: Label
+
+
+@dataclass(frozen=True)
+class Reject:
+    """A message that was dropped: ``reason`` is a key of :data:`REJECT_REASONS`,
+    ``detail`` a human-readable explanation for a (rate-limited) log line."""
+
+    reason: str
+    detail: str
+
+    def __post_init__(self) -> None:
+        if self.reason not in REJECT_REASONS:
+            raise ValueError(f"unknown reject reason {self.reason!r}")
+
+
+class RejectCounters:
+    """Counts of rejects by reason, and of dropped non-finite channel values.
+
+    The key set is fixed (:data:`COUNTER_KEYS`), so memory is bounded whatever
+    arrives. Not thread-safe: the pipeline thread counts.
+
+    >>> counters = RejectCounters()
+    >>> counters.count(Reject("too_large", "payload is 5000 bytes"))
+    >>> counters.count(DataMessage("s", 0.0, 0, {}, non_finite=("a", "b")))
+    >>> counters["too_large"], counters["non_finite_values"], counters.total_rejects
+    (1, 2, 1)
+    """
+
+    __slots__ = ("_counts",)
+
+    def __init__(self) -> None:
+        self._counts = dict.fromkeys(COUNTER_KEYS, 0)
+
+    def count(self, result: DataMessage | LabelMessage | Reject) -> None:
+        """Count one parse result: a reject by its reason, a data message by its
+        dropped non-finite values, anything else not at all."""
+        if isinstance(result, Reject):
+            self._counts[result.reason] += 1
+        elif isinstance(result, DataMessage) and result.non_finite:
+            self._counts["non_finite_values"] += len(result.non_finite)
+
+    def __getitem__(self, key: str) -> int:
+        return self._counts[key]
+
+    @property
+    def total_rejects(self) -> int:
+        return sum(self._counts[reason] for reason in REJECT_REASONS)
+
+    def as_dict(self) -> dict[str, int]:
+        """A copy of every counter, zeros included (a stable status schema)."""
+        return dict(self._counts)
+
+
+# --- decoding -----------------------------------------------------------------------
+
+
+def _wire_type(value: Any) -> str:
+    # Firmware authors think in msgpack types, so name those.
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, bytes):
+        return "bin"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, msgpack.Timestamp):
+        return "timestamp"
+    if isinstance(value, msgpack.ExtType):
+        return "ext"
+    return type(value).__name__
+
+
+def _show(value: Any, width: int = 40) -> str:
+    # repr escapes control characters; truncation keeps attacker-sized strings out of logs.
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _depth_exceeds(obj: Any, max_depth: int) -> bool:
+    # Iterative, so no recursion limit; visits at most one node per payload byte.
+    if not isinstance(obj, (list, dict)):
+        return False
+    stack = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > max_depth:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (list, dict)))
+    return False
+
+
+def decode_payload(payload: Any, limits: Limits = DEFAULT_LIMITS) -> Any:
+    """Unpack one msgpack object within ``limits``, or return a :class:`Reject`.
+
+    Never raises. Arrays decode as lists, str as str, bin as bytes; map keys may be of
+    any scalar type (validation judges them).
+
+    >>> decode_payload(b"\\x81\\xa1a\\x01")
+    {'a': 1}
+    >>> decode_payload(b"\\x91" * 10 + b"\\x01").reason
+    'too_deep'
+    >>> decode_payload(b"\\x81\\xa1a").detail
+    'payload is not valid msgpack (truncated)'
+    """
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        return Reject("not_msgpack", f"payload must be bytes, got {type(payload).__name__}")
+    size = payload.nbytes if isinstance(payload, memoryview) else len(payload)
+    if size > limits.max_payload_bytes:
+        return Reject(
+            "too_large", f"payload is {size} bytes, the limit is {limits.max_payload_bytes}"
+        )
+    try:
+        obj = msgpack.unpackb(
+            payload,
+            raw=False,
+            use_list=True,
+            strict_map_key=False,
+            max_str_len=limits.max_string_bytes,
+            max_bin_len=limits.max_string_bytes,
+            max_ext_len=limits.max_string_bytes,
+            max_array_len=limits.max_container_len,
+            max_map_len=limits.max_container_len,
+        )
+    except (msgpack.StackError, RecursionError):
+        return Reject("too_deep", f"containers nest deeper than {limits.max_depth} levels")
+    except msgpack.ExtraData:
+        return Reject("not_msgpack", "payload has bytes after its first msgpack object")
+    except UnicodeDecodeError:
+        return Reject("not_msgpack", "payload has a str that is not valid UTF-8")
+    except msgpack.FormatError:
+        return Reject(
+            "not_msgpack", "payload is not valid msgpack (byte 0xc1 or another reserved code)"
+        )
+    except ValueError as exc:
+        text = str(exc)
+        if "exceeds max_" in text:
+            # msgpack says e.g. "300 exceeds max_array_len(256)"; our names are clearer.
+            count, _, limit_name = text.partition(" exceeds ")
+            kind = limit_name.split("(")[0].removeprefix("max_").removesuffix("_len")
+            bound = (
+                "max_string_bytes" if kind in ("str", "bin", "ext") else "max_container_len"
+            )
+            unit = "bytes" if kind in ("str", "bin", "ext") else "entries"
+            article = "an" if kind in ("array", "ext") else "a"
+            return Reject(
+                "too_long",
+                f"{article} {kind} of {count} {unit} exceeds {bound} {getattr(limits, bound)}",
+            )
+        if "incomplete" in text:
+            return Reject("not_msgpack", "payload is not valid msgpack (truncated)")
+        return Reject("not_msgpack", f"payload is not valid msgpack ({_show(text, 60)})")
+    except TypeError:
+        return Reject("not_msgpack", "payload has an array or map as a map key")
+    except Exception as exc:  # the decoder must never raise; say what happened
+        return Reject("not_msgpack", f"payload could not be decoded ({type(exc).__name__})")
+    if _depth_exceeds(obj, limits.max_depth):
+        return Reject("too_deep", f"containers nest deeper than {limits.max_depth} levels")
+    return obj
+
+
+# --- validation ---------------------------------------------------------------------
+
+
+def _name_problem(value: Any, max_bytes: int) -> str | None:
+    """What is wrong with ``value`` as a channel name / stream id / request id, or None."""
+    if not isinstance(value, str):
+        return f"must be a str, got {_wire_type(value)}"
+    if not value:
+        return "must not be empty"
+    # A str has at least as many UTF-8 bytes as characters: skip encoding huge ones.
+    size = len(value) if len(value) > max_bytes else len(value.encode("utf-8"))
+    if size > max_bytes:
+        return f"must be at most {max_bytes} bytes of UTF-8, got {size}: {_show(value)}"
+    if not value.isprintable():
+        return f"must not contain control or unprintable characters, got {_show(value)}"
+    for char in value:
+        if char.isspace():
+            return f"must not contain whitespace, got {_show(value)}"
+        if char in _FORBIDDEN_IN_NAMES:
+            return f"must not contain {char!r}, got {_show(value)}"
+    return None
+
+
+def _label_text_problem(value: str, limits: Limits) -> str | None:
+    if not value:
+        return "must not be empty"
+    size = len(value) if len(value) > limits.max_label_bytes else len(value.encode("utf-8"))
+    if size > limits.max_label_bytes:
+        return f"must be at most {limits.max_label_bytes} bytes of UTF-8, got {size}"
+    if not value.isprintable():
+        return f"must not contain control or unprintable characters, got {_show(value)}"
+    return None
+
+
+def _label_problem(y: Any, limits: Limits) -> str | None:
+    if isinstance(y, (bool, int)):
+        return None
+    if isinstance(y, str):
+        problem = _label_text_problem(y, limits)
+        return None if problem is None else f"'y' label {problem}"
+    if isinstance(y, dict):
+        if not y:
+            return "'y' as a multi-label map must name at least one label"
+        for name, value in y.items():
+            if not isinstance(name, str):
+                return f"'y' label names must be str, got {_wire_type(name)}"
+            problem = _label_text_problem(name, limits)
+            if problem:
+                return f"'y' label name {problem}"
+            if not isinstance(value, bool):
+                return f"'y' label {_show(name)} must map to a bool, got {_wire_type(value)}"
+        return None
+    return f"'y' must be a bool, int, str or map of label name to bool, got {_wire_type(y)}"
+
+
+def check_stream_id(
+    stream: Any, limits: Limits = DEFAULT_LIMITS, topics: Topics | None = None
+) -> Reject | None:
+    """A ``bad_stream_id`` :class:`Reject` if ``stream`` breaks the name rules (or is
+    reserved by ``topics``), else ``None``.
+
+    >>> check_stream_id("pump 3")
+    Reject(reason='bad_stream_id', detail="stream id must not contain whitespace, got 'pump 3'")
+    """
+    problem = _name_problem(stream, limits.max_stream_id_bytes)
+    if problem is None and topics is not None and stream in topics.reserved_streams:
+        problem = f"is reserved by the topic layout, got {_show(stream)}"
+    return None if problem is None else Reject("bad_stream_id", f"stream id {problem}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def validate_data(obj: Any, stream: str, limits: Limits = DEFAULT_LIMITS) -> DataMessage | Reject:
+    """Check a decoded data message; ``stream`` comes from the (already checked) topic.
+
+    >>> validate_data({"ts": 1, "seq": "7", "ch": {}}, "s1").detail
+    "'seq' must be an int >= 0, got str"
+    >>> validate_data({"ts": 1, "seq": 7, "ch": {"on": True}}, "s1").reason
+    'bad_value_type'
+    """
+    if not isinstance(obj, dict):
+        return Reject("not_a_map", f"a data message must be a map, got {_wire_type(obj)}")
+    for name in ("ts", "seq", "ch"):
+        if name not in obj:
+            return Reject("missing_field", f"'{name}' is missing: data needs 'ts', 'seq' and 'ch'")
+    ts, seq, channels = obj["ts"], obj["seq"], obj["ch"]
+    if not _is_number(ts):
+        return Reject("bad_field_type", f"'ts' must be a number, got {_wire_type(ts)}")
+    ts = float(ts)
+    if not math.isfinite(ts):
+        return Reject("bad_field_type", f"'ts' must be a finite number, got {ts}")
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        return Reject("bad_field_type", f"'seq' must be an int >= 0, got {_wire_type(seq)}")
+    if seq < 0:
+        return Reject("bad_field_type", f"'seq' must be an int >= 0, got {seq}")
+    if not isinstance(channels, dict):
+        return Reject(
+            "bad_field_type",
+            f"'ch' must be a map of channel name to number, got {_wire_type(channels)}",
+        )
+    if len(channels) > limits.max_channels:
+        return Reject(
+            "too_many_channels",
+            f"'ch' has {len(channels)} channels, the limit is {limits.max_channels}",
+        )
+    finite: dict[str, float] = {}
+    non_finite: list[str] = []
+    for name, value in channels.items():
+        problem = _name_problem(name, limits.max_channel_name_bytes)
+        if problem:
+            return Reject("bad_channel_name", f"channel name {problem}")
+        if not _is_number(value):
+            return Reject(
+                "bad_value_type",
+                f"channel {_show(name)} must be an int or float, got {_wire_type(value)}",
+            )
+        value = float(value)
+        if math.isfinite(value):
+            finite[name] = value
+        else:
+            non_finite.append(name)
+    y = obj.get("y")
+    if y is not None:
+        problem = _label_problem(y, limits)
+        if problem:
+            return Reject("bad_label", problem)
+    return DataMessage(stream, ts, seq, finite, y, tuple(non_finite))
+
+
+def validate_label(obj: Any, stream: str, limits: Limits = DEFAULT_LIMITS) -> LabelMessage | Reject:
+    """Check a decoded label answer; whether ``req`` is pending is the label table's job.
+
+    >>> validate_label({"req": "gw-1-ab", "y": "walking"}, "s1")
+    LabelMessage(stream='s1', req='gw-1-ab', y='walking')
+    >>> validate_label({"req": "gw-1-ab", "y": 0.5}, "s1").reason
+    'bad_label'
+    """
+    if not isinstance(obj, dict):
+        return Reject("not_a_map", f"a label message must be a map, got {_wire_type(obj)}")
+    for name in ("req", "y"):
+        if name not in obj:
+            return Reject("missing_field", f"'{name}' is missing: a label needs 'req' and 'y'")
+    req, y = obj["req"], obj["y"]
+    problem = _name_problem(req, limits.max_request_id_bytes)
+    if problem:
+        return Reject("bad_field_type", f"'req' {problem}")
+    if y is None:
+        return Reject("bad_label", "'y' must be a label, got nil")
+    problem = _label_problem(y, limits)
+    if problem:
+        return Reject("bad_label", problem)
+    return LabelMessage(stream, req, y)
+
+
+def parse_message(
+    topic: Any,
+    payload: Any,
+    topics: Topics,
+    limits: Limits = DEFAULT_LIMITS,
+) -> DataMessage | LabelMessage | Reject:
+    """Topic and payload to a message or a :class:`Reject`; never raises.
+
+    The topic is checked before the payload is decoded, so junk on a wrong topic
+    costs nothing.
+
+    >>> parse_message("edgelearn/s1/prediction", b"\\x80", Topics()).detail
+    "topic 'edgelearn/s1/prediction' is an outbound prediction topic"
+    """
+    parsed = topics.parse(topic)
+    if parsed is None:
+        return Reject("unknown_topic", f"topic {_show(topic, 80)} matches no inbound template")
+    kind, stream = parsed
+    if kind not in INBOUND_KINDS:
+        return Reject("unknown_topic", f"topic {_show(topic, 80)} is an outbound {kind} topic")
+    reject = check_stream_id(stream, limits, topics)
+    if reject:
+        return reject
+    obj = decode_payload(payload, limits)
+    if isinstance(obj, Reject):
+        return obj
+    if kind == "data":
+        return validate_data(obj, stream, limits)
+    return validate_label(obj, stream, limits)
+
+
+# --- encoding -----------------------------------------------------------------------
+
+
+_PLAIN_CONVERSIONS = (
+    (int, int.__index__),
+    (float, float.__float__),
+    (str, str.__str__),
+    (bytes, bytes),
+)
+
+
+def to_wire(value: Any) -> Any:
+    """``value`` as plain Python that msgpack packs: NumPy scalars become
+    ``bool``/``int``/``float``/``str``, arrays and tuples lists, dict keys and values
+    converted alike. Anything else raises ``TypeError`` (a bug in the caller).
+
+    >>> to_wire({"p": np.float32(0.5), np.str_("a"): np.bool_(True), "v": np.arange(2)})
+    {'p': 0.5, 'a': True, 'v': [0, 1]}
+    """
+    if value is None or type(value) in (bool, int, float, str, bytes):
+        return value
+    if isinstance(value, np.generic):
+        return to_wire(value.item())
+    # Subclasses become the plain type by their base's own conversion: str() of a
+    # (str, Enum) member would give "Cls.NAME", not its value.
+    for plain, convert in _PLAIN_CONVERSIONS:
+        if isinstance(value, plain):
+            return convert(value)
+    if isinstance(value, np.ndarray):
+        return to_wire(value.tolist())
+    if isinstance(value, Mapping):
+        return {to_wire(k): to_wire(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_wire(v) for v in value]
+    raise TypeError(f"cannot put a {type(value).__name__} on the wire")
+
+
+def _pack(message: dict[str, Any]) -> bytes:
+    return msgpack.packb(to_wire(message), use_bin_type=True)
+
+
+def _int(name: str, value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"'{name}' must be an int, got {type(value).__name__}")
+    return int(value)
+
+
+def _float(name: str, value: Any) -> float:
+    numeric = (int, float, np.integer, np.floating)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numeric):
+        raise TypeError(f"'{name}' must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def encode_data(ts: float, seq: int, channels: Mapping[str, float], y: Any = None) -> bytes:
+    """An inbound data message, as a sensor would publish it (simulator, tests).
+
+    >>> msgpack.unpackb(encode_data(1.0, 2, {"t": 3.5}, y=True))
+    {'ts': 1.0, 'seq': 2, 'ch': {'t': 3.5}, 'y': True}
+    """
+    message = {"ts": _float("ts", ts), "seq": _int("seq", seq), "ch": dict(channels)}
+    if y is not None:
+        message["y"] = y
+    return _pack(message)
+
+
+def encode_label(req: str, y: Any) -> bytes:
+    """An inbound label answer, as a labeller would publish it (oracle, tests)."""
+    return _pack({"req": req, "y": y})
+
+
+def encode_prediction(seq: int, ts: float, y: Any, score: Any, query: bool) -> bytes:
+    """The prediction message for one data message.
+
+    >>> payload = encode_prediction(np.int64(4), 1.5, np.int64(2), np.float64(0.25), False)
+    >>> msgpack.unpackb(payload)
+    {'seq': 4, 'ts': 1.5, 'y': 2, 'score': 0.25, 'query': False}
+    """
+    return _pack(
+        {
+            "seq": _int("seq", seq),
+            "ts": _float("ts", ts),
+            "y": y,
+            "score": score,
+            "query": bool(query),
+        }
+    )
+
+
+def encode_label_request(
+    req: str, seq: int, ts: float, y_hat: Any, score: Any, ttl: float
+) -> bytes:
+    """A request for the label of data message ``seq``; answers must come within ``ttl`` s.
+
+    >>> msgpack.unpackb(encode_label_request("gw-1-ab", 4, 1.5, {"a": True}, 0.5, 600))
+    {'req': 'gw-1-ab', 'seq': 4, 'ts': 1.5, 'y_hat': {'a': True}, 'score': 0.5, 'ttl': 600.0}
+    """
+    return _pack(
+        {
+            "req": req,
+            "seq": _int("seq", seq),
+            "ts": _float("ts", ts),
+            "y_hat": y_hat,
+            "score": score,
+            "ttl": _float("ttl", ttl),
+        }
+    )
+
+
+def encode_status(status: Mapping[str, Any]) -> bytes:
+    """The retained status message (counters, streams, memory, versions).
+
+    >>> msgpack.unpackb(encode_status({"state": "online", "memory": np.int64(1024)}))
+    {'state': 'online', 'memory': 1024}
+    """
+    if not isinstance(status, Mapping):
+        raise TypeError(f"status must be a mapping, got {type(status).__name__}")
+    return _pack(dict(status))
+
+
+OFFLINE_STATUS = encode_status({"state": "offline"})
+"""The last-will payload the broker publishes on the status topic if the gateway dies."""
