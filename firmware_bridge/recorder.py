@@ -307,7 +307,10 @@ def _describe(value: Any) -> str:
 
 def _header_problem(header: Any) -> str | None:
     if not isinstance(header, dict) or header.get("format") != LOG_FORMAT:
-        return f"not an {LOG_FORMAT} file: the first object is not its header (got {_describe(header)})"
+        return (
+            f"not an {LOG_FORMAT} file: the first object is not its header "
+            f"(got {_describe(header)})"
+        )
     version = header.get("version")
     if type(version) is not int or version != LOG_VERSION:
         return f"unsupported {LOG_FORMAT} version {version!r} (this reader knows {LOG_VERSION})"
