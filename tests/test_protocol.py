@@ -589,3 +589,30 @@ def test_data_validation_agrees_with_the_rules(obj):
     else:
         assert set(result.channels) | set(result.non_finite) == set(ch)
         assert all(math.isfinite(float(ch[k])) != (k in result.non_finite) for k in ch)
+
+
+# --- the example configuration ------------------------------------------------------
+
+
+def test_example_config_matches_the_code(tmp_path):
+    import inspect
+    import pathlib
+    import tomllib
+
+    from firmware_bridge.labels import PendingLabels
+    from firmware_bridge.recorder import LogWriter
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "configs" / "gateway.toml"
+    config = tomllib.loads(path.read_text())
+    topics = Topics(**{f"{kind}_template": t for kind, t in config["topics"].items()})
+    assert topics == Topics()
+    assert Limits(**config["limits"]) == DEFAULT_LIMITS
+    labels = PendingLabels(**config["labels"], id_prefix=config["gateway"]["id"])
+    assert labels.recent_capacity == labels.capacity
+    recorder = dict(config["recorder"])
+    recorder.pop("enabled")
+    recorder["directory"] = tmp_path
+    recorder["max_files"] = recorder["max_files"] or None
+    assert inspect.signature(LogWriter).parameters["max_bytes"].default == recorder["max_bytes"]
+    LogWriter(**recorder).close()
+    topics.status(config["gateway"]["id"])  # not a reserved gateway id
