@@ -115,13 +115,25 @@ class ChannelSpace:
         and non-finite channels are left out.  With ``scale=False`` the raw
         values come back instead of z.  ``x`` is not modified.
         """
-        slots, values, k = self._lookup(x, claim=True)
+        slots, values = self.claim(x)
         kernels.observe_standardize(
-            slots, values, k, self.count, self.mean, self.var, self.last_seen,
+            slots, values, len(slots), self.count, self.mean, self.var, self.last_seen,
             self.t, self._forget, self.eps, self.z_max, scale,
         )
         self.t += 1
+        return slots, values
+
+    def claim(self, x: dict) -> tuple[np.ndarray, np.ndarray]:
+        """The instance's ``(slots, raw values)``, new names taking slots,
+        without touching any statistics.  A learner that fuses observation
+        into its own kernel (PAACDS) calls this, then its kernel with this
+        space's arrays and ``t``, then :meth:`advance`."""
+        slots, values, k = self._lookup(x, claim=True)
         return slots[:k], values[:k]
+
+    def advance(self) -> None:
+        """Count one observed instance (after a fused kernel observed it)."""
+        self.t += 1
 
     def transform(self, x: dict, scale: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Standardize one instance without learning from it.

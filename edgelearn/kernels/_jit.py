@@ -7,4 +7,4 @@ lets LLVM reassociate sums differently in different call sites.
 
 import numba
 
-jit = numba.njit(cache=True, nogil=True)
+jit = numba.njit(cache=True, nogil=True, error_model="numpy")

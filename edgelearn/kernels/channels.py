@@ -21,19 +21,24 @@ def observe_standardize(slots, values, k, count, mean, var, last_seen, t, forget
     values, then (if ``scale``) overwrite ``values[:k]`` with their
     standardized form."""
     for j in range(k):
-        s = slots[j]
-        x = values[j]
-        n = count[s] + 1
-        a = 1.0 / n
-        if forget > a:
-            a = forget
-        d = x - mean[s]
-        mean[s] += a * d
-        var[s] = (1.0 - a) * (var[s] + a * d * d)
-        count[s] = n
-        last_seen[s] = t
+        z = observe_one(slots[j], values[j], count, mean, var, last_seen, t, forget, eps, z_max)
         if scale:
-            values[j] = _z(x, n, mean[s], var[s], eps, z_max)
+            values[j] = z
+
+
+@jit
+def observe_one(s, x, count, mean, var, last_seen, t, forget, eps, z_max):
+    """Fold value x into slot s's statistics; return its z."""
+    n = count[s] + 1
+    a = 1.0 / n
+    if forget > a:
+        a = forget
+    d = x - mean[s]
+    mean[s] += a * d
+    var[s] = (1.0 - a) * (var[s] + a * d * d)
+    count[s] = n
+    last_seen[s] = t
+    return _z(x, n, mean[s], var[s], eps, z_max)
 
 
 @jit

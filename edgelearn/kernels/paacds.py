@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from ._jit import jit
+from .channels import observe_one
 from .rng import next_double
 
 
@@ -77,16 +78,68 @@ def update_information(slots, z, k, h, h_n, h_mean, h_var, forget, k0):
     """Fold this instance's z into each present slot's short-horizon variance
     and refresh ``h = (k0 + n * ewvar) / (k0 + n)``."""
     for j in range(k):
+        information_one(slots[j], z[j], h, h_n, h_mean, h_var, forget, k0)
+
+
+@jit
+def information_one(s, z, h, h_n, h_mean, h_var, forget, k0):
+    n = h_n[s] + 1
+    # past 1 / forget observations the step is the constant ``forget``;
+    # skipping the division there is a measurable share of the hot loop
+    a = forget if n * forget >= 1.0 else 1.0 / n
+    d = z - h_mean[s]
+    h_mean[s] += a * d
+    h_var[s] = (1.0 - a) * (h_var[s] + a * d * d)
+    h_n[s] = n
+    h[s] = (k0 + n * h_var[s]) / (k0 + n)
+
+
+@jit
+def observe_scores(
+    slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
+    W, active, h, h_n, h_mean, h_var, h_forget, k0, out,
+):
+    """The per-instance step of an active learner in one pass: observe the
+    channels and standardize ``values`` in place, score every row into
+    ``out`` with the information as it was, then fold z into the
+    information.  Same arithmetic, in the same order, as
+    ``observe_standardize``, ``scores`` and ``update_information`` in turn;
+    returns p_s."""
+    rows = W.shape[0]
+    for c in range(rows):
+        out[c] = 0.0
+    acc = 0.0  # the binary model's one score, kept in a register
+    total = 0.0
+    shared = 0.0
+    n_shared = 0
+    for j in range(k):
         s = slots[j]
-        n = h_n[s] + 1
-        a = 1.0 / n
-        if forget > a:
-            a = forget
-        d = z[j] - h_mean[s]
-        h_mean[s] += a * d
-        h_var[s] = (1.0 - a) * (h_var[s] + a * d * d)
-        h_n[s] = n
-        h[s] = (k0 + n * h_var[s]) / (k0 + n)
+        zj = observe_one(s, values[j], count, mean, var, last_seen, t, forget, eps, z_max)
+        values[j] = zj
+        hs = h[s]
+        total += hs
+        # Branch-free on purpose: which slots are active is unpredictable,
+        # and an inactive slot's weights are 0 (adding 0 changes no sum).
+        is_active = active[s]
+        shared += hs if is_active else 0.0
+        n_shared += is_active
+        if rows == 1:
+            acc += W[0, s] * zj
+        else:
+            for c in range(rows):
+                out[c] += W[c, s] * zj
+        information_one(s, zj, h, h_n, h_mean, h_var, h_forget, k0)
+    if total > 0.0:
+        p_s = shared / total
+    elif k > 0:
+        p_s = n_shared / k
+    else:
+        p_s = 0.0
+    if rows == 1:
+        out[0] = acc
+    for c in range(rows):
+        out[c] *= p_s
+    return p_s
 
 
 @jit
@@ -133,27 +186,40 @@ def learn_binary(slots, z, k, y, W, active, h, C, variant_i):
     """One PAACDS update for a label ``y`` in {-1, +1}; True if it changed
     the weights.  Shared slots move by ``tau p_s y z``; new slots start at
     ``tau p_n y z`` and join the model."""
-    p_s, p_n = confidences(slots, k, active, h)
-    q = 0.0
+    # One pass gathers what confidences(), scores() and the norms need,
+    # summing in the same order they do.
+    total = 0.0
+    shared = 0.0
+    n_shared = 0
+    acc = 0.0
+    norm_s = 0.0
+    norm_n = 0.0
     for j in range(k):
         s = slots[j]
-        if active[s]:
-            q += W[0, s] * z[j]
-    q *= p_s
-    loss = 1.0 - y * q
+        hs = h[s]
+        total += hs
+        is_active = active[s]
+        sq = z[j] * z[j]
+        shared += hs if is_active else 0.0
+        n_shared += is_active
+        acc += W[0, s] * z[j]
+        norm_s += sq if is_active else 0.0
+        norm_n += 0.0 if is_active else sq
+    if total > 0.0:
+        p_s = shared / total
+    elif k > 0:
+        p_s = n_shared / k
+    else:
+        p_s = 0.0
+    p_n = 1.0 - p_s
+    loss = 1.0 - y * (p_s * acc)
     if loss <= 0.0:
         return False
-    norm_s, norm_n = _norms(slots, z, k, active)
     tau = _step(loss, p_s * p_s * norm_s + p_n * p_n * norm_n, C, variant_i)
     for j in range(k):
         s = slots[j]
-        if active[s]:
-            W[0, s] += tau * p_s * y * z[j]
-    for j in range(k):
-        s = slots[j]
-        if not active[s]:
-            W[0, s] = tau * p_n * y * z[j]
-            active[s] = True
+        W[0, s] = W[0, s] + tau * p_s * y * z[j] if active[s] else tau * p_n * y * z[j]
+        active[s] = True
     return True
 
 
@@ -190,13 +256,15 @@ def learn_multiclass(slots, z, k, y, n_known, W, active, h, C, variant_i, out):
 
 
 @jit
-def sparsify(W, active, h, lam, B, max_weights, idx_buf, score_buf):
+def sparsify(W, active, h, n_slots, lam, B, max_weights, idx_buf, score_buf):
     """Scale the weights down to an information-weighted L1 budget ``lam``
     (``lam <= 0`` turns scaling off), then keep only the
     ``min(max(1, ceil(B n_active)), max_weights)`` active slots with the
     largest ``max_c |W[c, i]| h[i]``; the rest leave the model with w = 0.
-    Ties are broken toward the lower slot.  O(capacity), no sort."""
-    rows, capacity = W.shape
+    Ties are broken toward the lower slot.  Only slots below ``n_slots`` (the
+    channel space's assigned slots) can be active: O(n_slots), no sort."""
+    rows = W.shape[0]
+    capacity = n_slots
     if lam > 0.0:
         total = 0.0
         for i in range(capacity):
@@ -209,17 +277,18 @@ def sparsify(W, active, h, lam, B, max_weights, idx_buf, score_buf):
                 if active[i]:
                     for c in range(rows):
                         W[c, i] *= scale
+    # Gather the active slots and their scores without branching on
+    # ``active`` (unpredictable): every slot is written, only active ones
+    # advance the cursor.
     n_active = 0
     for i in range(capacity):
-        if active[i]:
-            best = 0.0
-            for c in range(rows):
-                a = abs(W[c, i])
-                if a > best:
-                    best = a
-            idx_buf[n_active] = i
-            score_buf[n_active] = best * h[i]
-            n_active += 1
+        best = 0.0
+        for c in range(rows):
+            a = abs(W[c, i])
+            best = a if a > best else best
+        idx_buf[n_active] = i
+        score_buf[n_active] = best * h[i]
+        n_active += active[i]
     keep = max(1, math.ceil(B * n_active))
     if keep > max_weights:
         keep = max_weights
@@ -230,20 +299,18 @@ def sparsify(W, active, h, lam, B, max_weights, idx_buf, score_buf):
     # remaining places in slot order (idx_buf is in slot order).
     above = 0
     for j in range(n_active):
-        if score_buf[j] > threshold:
-            above += 1
+        above += score_buf[j] > threshold
     ties_left = keep - above
     for j in range(n_active):
         i = idx_buf[j]
         v = score_buf[j]
-        if v > threshold:
-            continue
+        stay = v > threshold
         if v == threshold and ties_left > 0:
             ties_left -= 1
-            continue
-        active[i] = False
+            stay = True
+        active[i] = stay
         for c in range(rows):
-            W[c, i] = 0.0
+            W[c, i] = W[c, i] if stay else 0.0
 
 
 @jit

@@ -31,9 +31,17 @@ def _gather_row(
     k = 0
     for j in range(X.shape[1]):
         v = X[i, j]
-        if not math.isfinite(v):
-            continue
         s = col_slot[j]
+        finite = math.isfinite(v)
+        if s >= 0:
+            # The common case, without a branch on the (random) missing
+            # pattern: always write, advance only for a present value.
+            slots[k] = s
+            vals[k] = v
+            k += finite
+            continue
+        if not finite:
+            continue
         if s < 0:
             s = ch.claim_slot(last_seen, counters[N_ASSIGNED], counters[T], evict_after)
             if s < 0:
@@ -71,26 +79,29 @@ def paacds_loop(
     otherwise y holds label codes, ``code_class`` maps a code to its class
     row (-1 until learned) and ``class_code`` back.  Writes predictions (+1/-1
     or a class row, -1 for none), margins and query decisions; returns the
-    final (delta, n_known)."""
+    final (delta, n_known).  y is float64 either way (one compiled loop)."""
     n = X.shape[0]
     rows = W.shape[0]
     binary = rows == 1
     slots = np.empty(X.shape[1], dtype=np.int32)
     vals = np.empty(X.shape[1], dtype=np.float64)
+    evicted_before = counters[N_EVICTED]
     for i in range(n):
         k = _gather_row(
             X, i, col_slot, slot_col, changed, slots, vals, counters,
             count, mean, var, last_seen, evict_after,
         )
-        for s in slots[:k]:
-            if changed[s] == 2:
-                pk.forget_slot(s, W, active, h, h_n, h_mean, h_var)
-                changed[s] = 1
-        ch.observe_standardize(
-            slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max, True
+        if counters[N_EVICTED] != evicted_before:
+            evicted_before = counters[N_EVICTED]
+            for j in range(k):
+                if changed[slots[j]] == 2:
+                    pk.forget_slot(slots[j], W, active, h, h_n, h_mean, h_var)
+                    changed[slots[j]] = 1
+        pk.observe_scores(
+            slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
+            W, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
         )
         counters[T] += 1
-        pk.scores(slots, vals, k, W, active, h, scores)
         if binary:
             q = scores[0]
             pred[i] = 1 if q >= 0.0 else -1
@@ -99,7 +110,6 @@ def paacds_loop(
             q = 0.0 if runner < 0 else scores[best] - scores[runner]
             pred[i] = best if n_known > 0 else -1
         margin_out[i] = q
-        pk.update_information(slots, vals, k, h, h_n, h_mean, h_var, h_forget, k0)
         ask = pk.draw_query(q, delta, rng_state)
         if target > 0.0:
             delta = pk.adapt_delta(delta, ask, target, gain)
@@ -108,17 +118,18 @@ def paacds_loop(
             if binary:
                 changed_w = pk.learn_binary(slots, vals, k, y[i], W, active, h, C, variant_i)
             else:
-                c = code_class[y[i]]
+                code = int(y[i])
+                c = code_class[code]
                 if c < 0:
                     c = n_known
-                    code_class[y[i]] = c
-                    class_code[c] = y[i]
+                    code_class[code] = c
+                    class_code[c] = code
                     n_known += 1
                 changed_w = pk.learn_multiclass(
                     slots, vals, k, c, n_known, W, active, h, C, variant_i, scores
                 )
             if changed_w:
-                pk.sparsify(W, active, h, lam, B, max_weights, idx_buf, score_buf)
+                pk.sparsify(W, active, h, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
     return delta, n_known
 
 
@@ -131,15 +142,18 @@ def pa_loop(
     """PA over every row of X (labels y in {-1, +1}), learning every label."""
     slots = np.empty(X.shape[1], dtype=np.int32)
     vals = np.empty(X.shape[1], dtype=np.float64)
+    evicted_before = counters[N_EVICTED]
     for i in range(X.shape[0]):
         k = _gather_row(
             X, i, col_slot, slot_col, changed, slots, vals, counters,
             count, mean, var, last_seen, evict_after,
         )
-        for s in slots[:k]:
-            if changed[s] == 2:
-                pa_k.forget_slot(s, w)
-                changed[s] = 1
+        if counters[N_EVICTED] != evicted_before:
+            evicted_before = counters[N_EVICTED]
+            for j in range(k):
+                if changed[slots[j]] == 2:
+                    pa_k.forget_slot(slots[j], w)
+                    changed[slots[j]] = 1
         ch.observe_standardize(
             slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max, scale
         )
