@@ -2,8 +2,12 @@
 come and go and whose labels are scarce."""
 
 from .channels import ChannelSpace
-from .learners import LEARNERS, PA, PAACDS, Decision, Learner, from_state
+from .evaluate import prequential, replay
+from .learners import KINDS, LEARNERS, PA, PAACDS, Decision, Learner, from_state, make_learner
 
 __version__ = "0.1.0"
 
-__all__ = ["ChannelSpace", "Decision", "LEARNERS", "Learner", "PA", "PAACDS", "from_state", "__version__"]
+__all__ = [
+    "ChannelSpace", "Decision", "KINDS", "LEARNERS", "Learner", "PA", "PAACDS",
+    "from_state", "make_learner", "prequential", "replay", "__version__",
+]

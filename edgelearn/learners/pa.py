@@ -38,7 +38,7 @@ class PA(Learner):
     ...     correct += model.predict_one(x) == y
     ...     model.learn_one(x, y)
     >>> correct / 1000
-    0.955
+    0.975
     """
 
     def __init__(

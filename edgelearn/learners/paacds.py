@@ -89,7 +89,7 @@ class PAACDS(Learner):
     ...         asked += 1
     ...         model.learn(d.slots, d.z, y)
     >>> print(f"accuracy {correct / 2000:.2f} with {asked / 2000:.0%} of the labels")
-    accuracy 0.85 with 21% of the labels
+    accuracy 0.89 with 20% of the labels
     """
 
     def __init__(
