@@ -1,0 +1,674 @@
+"""Per-stream routing: inbound bytes -> learner -> outbound messages.
+
+One :class:`Pipeline` object serves both the live gateway (driven by the MQTT
+worker thread) and offline replay of recorded logs (driven by a loop over
+:func:`firmware_bridge.recorder.iter_logs`). It holds no sockets and no files:
+:meth:`Pipeline.handle` takes a topic, a payload and a receive time and returns the
+messages to publish, as :class:`Outbound` values.
+
+For every inbound message:
+
+* a data message on ``sensors/{stream}/data`` goes to its stream's learner (created
+  on the stream's first message, at most ``max_streams`` streams), which observes it,
+  predicts and decides once whether its label is worth asking for
+  (``learner.decide_one``). Exactly one prediction message goes out per accepted data
+  message. What happens to the label depends on ``label_policy``:
+
+  ``"request"`` (live gateway)
+      a ``"y"`` inside the data message is learned directly; otherwise, when the
+      learner asks, a label request is issued (the features the learner saw are kept
+      in :class:`~firmware_bridge.labels.PendingLabels`) and a label request message
+      goes out;
+  ``"from_data"`` (replay of a log whose data messages carry the true ``"y"``)
+      the recorded ``"y"`` plays the oracle: it is learned only when the learner asked
+      for it, so replay measures the active learner with its real label budget;
+  ``"all"``
+      every ``"y"`` is learned (fully supervised baseline).
+
+* a label answer on ``edgelearn/{stream}/label`` is matched against the pending
+  requests; only an answer to a pending, unexpired request of the same stream is
+  learned, exactly once, from the features kept at prediction time.
+
+Whenever a data message carries ``"y"``, the prediction made before any learning is
+scored against it in the stream's prequential :class:`ClassificationMetrics`, so a
+replay reports accuracy, F1 and query rate.
+
+Nothing a client sends stops the pipeline: every reject is counted by reason
+(:meth:`Pipeline.counters`) and logged at most once per ``log_interval_s`` per reason.
+Memory is bounded by the construction parameters whatever arrives
+(:meth:`Pipeline.memory`). Not thread-safe: one thread drives a pipeline.
+
+>>> import msgpack
+>>> from firmware_bridge.protocol import encode_data, encode_label
+>>> pipeline = Pipeline("pa", {"capacity": 8})
+>>> out = pipeline.handle("sensors/s1/data", encode_data(1.0, 0, {"t": 20.5}), 0.0)
+>>> [(o.topic, o.qos, o.retain) for o in out]
+[('edgelearn/s1/prediction', 1, False), ('edgelearn/s1/label_request', 1, False)]
+>>> req = msgpack.unpackb(out[1].payload)["req"]
+>>> pipeline.handle("edgelearn/s1/label", encode_label(req, True), 0.0)
+[]
+>>> c = pipeline.counters()
+>>> c["predictions"], c["label_requests"], c["learned"], c["label_answered"]
+(1, 1, 1, 1)
+>>> pipeline.handle("edgelearn/s1/label", encode_label(req, True), 0.0)
+[]
+>>> pipeline.counters()["label_duplicate"]
+1
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import edgelearn
+from edgelearn._validation import check_choice, check_number
+from edgelearn.metrics import ClassificationMetrics
+
+from .labels import Outcome, PendingEntry, PendingLabels
+from .protocol import (
+    DEFAULT_LIMITS,
+    REJECT_REASONS,
+    DataMessage,
+    LabelMessage,
+    Limits,
+    RejectCounters,
+    Topics,
+    encode_label_request,
+    encode_prediction,
+    parse_message,
+)
+
+__all__ = [
+    "LABEL_POLICIES",
+    "PIPELINE_REJECTS",
+    "REJECT_COUNTERS",
+    "Outbound",
+    "Pipeline",
+    "RateLimitedLog",
+    "StateMismatch",
+]
+
+logger = logging.getLogger("firmware_bridge.pipeline")
+
+LABEL_POLICIES = ("request", "from_data", "all")
+
+PIPELINE_REJECTS: dict[str, str] = {
+    "too_many_streams": "data for a new stream when max_streams streams exist",
+    "unusable_label": "a valid label the stream's learner cannot take (a str for a "
+    "binary learner, a class beyond n_classes, a multi-label map)",
+    "learner_error": "the learner raised on a message (a bug; the message is dropped)",
+}
+"""Rejects decided by the pipeline rather than the wire protocol, with what they mean."""
+
+# Label-table outcomes that are rejects (an answer that was not applied).
+_LABEL_REJECTS = tuple(f"label_{outcome.value}" for outcome in Outcome)
+
+REJECT_COUNTERS: tuple[str, ...] = (*REJECT_REASONS, *PIPELINE_REJECTS, *_LABEL_REJECTS)
+"""Every reject counter :meth:`Pipeline.counters` reports; ``rejected`` is their sum."""
+
+# What one pending request costs beyond its features: the entry, its id string, the
+# dict slot and the recent-id entry it later becomes (measured with sys.getsizeof,
+# rounded up). The features are at most max_channels int32 slots and float64 values.
+_PENDING_ENTRY_BYTES = 512
+_RECENT_ID_BYTES = 256
+_FEATURE_BYTES_PER_CHANNEL = 4 + 8
+_ARRAY_OVERHEAD_BYTES = 2 * 112
+# A stream's bookkeeping beyond its learner: topic strings, counters, metrics rows.
+_STREAM_OVERHEAD_BYTES = 2048
+_METRIC_ROW_BYTES = 256
+
+
+class Outbound(NamedTuple):
+    """A message to publish."""
+
+    topic: str
+    payload: bytes
+    qos: int
+    retain: bool
+
+
+class StateMismatch(ValueError):
+    """A saved stream state does not fit this pipeline's learner configuration."""
+
+
+class RateLimitedLog:
+    """Log at most one line per key every ``interval_s`` seconds, with a count of the
+    lines held back in between, so a flood of bad messages cannot flood the log.
+
+    Keys must come from a fixed set (reject reasons), which bounds memory.
+
+    >>> clock = iter([0.0, 1.0, 2.0, 100.0]).__next__
+    >>> log = RateLimitedLog(logging.getLogger("demo"), 60.0, clock)
+    >>> [log.warning("too_large", "payload is %d bytes", n) for n in (5000, 6000, 7000, 8000)]
+    [True, False, False, True]
+    """
+
+    __slots__ = ("_logger", "_interval", "_clock", "_last", "_held")
+
+    def __init__(
+        self,
+        log: logging.Logger,
+        interval_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self._logger = log
+        self._interval = check_number("interval_s", interval_s, "RateLimitedLog", 0, None)
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def warning(self, key: str, message: str, *args: Any) -> bool:
+        """Log ``message % args`` under ``key`` unless one was logged too recently;
+        return whether it was logged."""
+        now = self._clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self._interval:
+            self._held[key] = self._held.get(key, 0) + 1
+            return False
+        held = self._held.pop(key, 0)
+        self._last[key] = now
+        if held:
+            self._logger.warning(
+                "%s: " + message + " (%d more like it since the last line)", key, *args, held
+            )
+        else:
+            self._logger.warning("%s: " + message, key, *args)
+        return True
+
+
+class _Stream:
+    """One stream's learner, topics, counters and prequential metrics."""
+
+    __slots__ = (
+        "name",
+        "learner",
+        "binary",
+        "metrics",
+        "prediction_topic",
+        "label_request_topic",
+        "data",
+        "asked",
+        "label_requests",
+        "learned",
+        "unusable_labels",
+        "last_seq",
+        "last_received_at",
+    )
+
+    def __init__(self, name: str, learner: Any, topics: Topics, binary: bool, n_labels: int):
+        self.name = name
+        self.learner = learner
+        self.binary = binary
+        self.metrics = (
+            ClassificationMetrics(positive=True)
+            if binary
+            else ClassificationMetrics(max_labels=n_labels)
+        )
+        # Built once: Topics checks the id on every call, too slow per message.
+        self.prediction_topic = topics.prediction(name)
+        self.label_request_topic = topics.label_request(name)
+        self.data = 0
+        self.asked = 0
+        self.label_requests = 0
+        self.learned = 0
+        self.unusable_labels = 0
+        self.last_seq = -1
+        self.last_received_at = math.nan
+
+    _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels")
+
+    def counters(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self._COUNTERS}
+
+    def status(self) -> dict[str, Any]:
+        channels = self.learner.channels
+        metrics = self.metrics
+        return {
+            **self.counters(),
+            "last_seq": self.last_seq,
+            "scored": metrics.n,
+            "accuracy": metrics.accuracy,
+            "f1": metrics.f1,
+            "query_rate": self.asked / self.data if self.data else 0.0,
+            "channels": channels.n_assigned,
+            "channels_ignored": channels.n_ignored,
+            "channels_evicted": channels.n_evicted,
+            "memory_bytes": self.learner.memory_bytes(),
+        }
+
+
+def _is_binary(learner: Any) -> bool:
+    return getattr(learner, "n_classes", 2) == 2
+
+
+def _binary_truth(y: Any) -> bool | None:
+    # The labels binary learners accept (True/1/+1, False/0/-1) as the bool they
+    # predict, so that metrics compare like with like; None for anything else.
+    if y is True or y is False:
+        return y
+    if isinstance(y, int):
+        if y == 1:
+            return True
+        if y in (0, -1):
+            return False
+    return None
+
+
+class Pipeline:
+    """Decode, route to per-stream learners, and build the outbound messages.
+
+    Parameters
+    ----------
+    learner_kind, learner_params
+        What every new stream gets: ``edgelearn.make_learner(kind, params)``.
+        Checked at construction (a bad configuration raises ``ValueError`` here,
+        not on the first message).
+    topics, limits
+        Topic layout and inbound bounds (:mod:`firmware_bridge.protocol`).
+    max_streams
+        Most streams served; data for a further stream is rejected as
+        ``"too_many_streams"``.
+    pending_capacity, label_ttl_s, recent_capacity
+        The pending label table (:class:`~firmware_bridge.labels.PendingLabels`):
+        most requests waiting at once, seconds an answer may take, closed ids
+        remembered (``None``: ``pending_capacity``).
+    label_policy
+        ``"request"``, ``"from_data"`` or ``"all"`` (see the module docstring).
+    clock
+        Monotonic seconds, for label TTLs and log rate limits.
+    gateway_id
+        Prefix of label request ids (1 to 24 of ``A-Z a-z 0-9 _ . : -``).
+    prediction_qos, label_request_qos
+        QoS of the outbound messages.
+    log_interval_s
+        Seconds between log lines per reject reason.
+    """
+
+    def __init__(
+        self,
+        learner_kind: str,
+        learner_params: dict | None = None,
+        topics: Topics | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        max_streams: int = 16,
+        pending_capacity: int = 1024,
+        label_ttl_s: float = 3600.0,
+        label_policy: str = "request",
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        gateway_id: str = "gw1",
+        recent_capacity: int | None = None,
+        prediction_qos: int = 1,
+        label_request_qos: int = 1,
+        log_interval_s: float = 60.0,
+    ):
+        owner = "Pipeline"
+        self.topics = Topics() if topics is None else topics
+        if not isinstance(self.topics, Topics):
+            raise TypeError(
+                f"The 'topics' parameter of {owner} must be a Topics. "
+                f"Got {type(topics).__name__}."
+            )
+        if not isinstance(limits, Limits):
+            raise TypeError(
+                f"The 'limits' parameter of {owner} must be a Limits. "
+                f"Got {type(limits).__name__}."
+            )
+        self.limits = limits
+        self.max_streams = check_number("max_streams", max_streams, owner, 1, None, integer=True)
+        self.label_policy = check_choice("label_policy", label_policy, owner, LABEL_POLICIES)
+        self.prediction_qos = check_choice("prediction_qos", prediction_qos, owner, (0, 1, 2))
+        self.label_request_qos = check_choice(
+            "label_request_qos", label_request_qos, owner, (0, 1, 2)
+        )
+        self.learner_kind = learner_kind
+        self.learner_params = dict(learner_params or {})
+        # One learner built now: a bad kind or parameter fails here, and it gives the
+        # per-stream memory for the status message.
+        prototype = edgelearn.make_learner(learner_kind, self.learner_params)
+        self._learner_class = type(prototype)
+        self._learner_params_norm = prototype.get_params()
+        self._learner_bytes = prototype.memory_bytes()
+        self._binary = _is_binary(prototype)
+        self._n_labels = 2 if self._binary else int(prototype.n_classes) + 1
+        name_room = prototype.channels.max_name_length
+        if limits.max_channel_name_bytes > name_room:
+            # ChannelSpace counts characters, the protocol bytes: bytes <= room is enough.
+            raise ValueError(
+                f"The 'limits' parameter of {owner} must have max_channel_name_bytes <= "
+                f"{name_room} (the longest channel name a {self._learner_class.__name__} "
+                f"keeps). Got {limits.max_channel_name_bytes}."
+            )
+        self.labels = PendingLabels(
+            pending_capacity,
+            label_ttl_s,
+            clock=clock,
+            id_prefix=gateway_id,
+            recent_capacity=recent_capacity,
+        )
+        self.gateway_id = gateway_id
+        self._clock = clock
+        self._log = RateLimitedLog(logger, log_interval_s, clock)
+        self._streams: dict[str, _Stream] = {}
+        self._rejects = RejectCounters()
+        self._own_rejects = dict.fromkeys(PIPELINE_REJECTS, 0)
+        self._messages = 0
+        self._data = 0
+        self._label_messages = 0
+        self._predictions = 0
+        self._label_requests = 0
+        self._asked = 0
+        self._learned = 0
+
+    # -- the per-message path --------------------------------------------------
+
+    def handle(self, topic: str, payload: bytes, received_at: float) -> list[Outbound]:
+        """Process one inbound MQTT message; return what to publish (possibly nothing).
+
+        Never raises for anything a client can send.
+        """
+        self._messages += 1
+        message = parse_message(topic, payload, self.topics, self.limits)
+        if isinstance(message, DataMessage):
+            if message.non_finite:
+                self._rejects.count(message)
+            return self._handle_data(message, received_at)
+        if isinstance(message, LabelMessage):
+            self._handle_label(message)
+            return []
+        self._rejects.count(message)
+        self._log.warning(message.reason, "%s (topic %.80r)", message.detail, topic)
+        return []
+
+    def _stream(self, name: str) -> _Stream | None:
+        stream = self._streams.get(name)
+        if stream is not None:
+            return stream
+        if len(self._streams) >= self.max_streams:
+            self._reject(
+                "too_many_streams",
+                "stream %r is beyond max_streams=%d",
+                name,
+                self.max_streams,
+            )
+            return None
+        learner = edgelearn.make_learner(self.learner_kind, self.learner_params)
+        stream = self._streams[name] = _Stream(
+            name, learner, self.topics, self._binary, self._n_labels
+        )
+        return stream
+
+    def _reject(self, reason: str, message: str, *args: Any) -> None:
+        self._own_rejects[reason] += 1
+        self._log.warning(reason, message, *args)
+
+    def _handle_data(self, message: DataMessage, received_at: float) -> list[Outbound]:
+        stream = self._stream(message.stream)
+        if stream is None:
+            return []
+        learner = stream.learner
+        try:
+            decision = learner.decide_one(message.channels)
+        except (ValueError, TypeError) as exc:
+            self._reject("learner_error", "stream %r seq %d: %s", stream.name, message.seq, exc)
+            return []
+        self._data += 1
+        stream.data += 1
+        stream.last_seq = message.seq
+        stream.last_received_at = received_at
+        if decision.ask:
+            self._asked += 1
+            stream.asked += 1
+        y = message.y
+        truth_ok = y is not None and self._score(stream, y, decision.label)
+        out = [
+            Outbound(
+                stream.prediction_topic,
+                encode_prediction(message.seq, message.ts, decision.label, decision.score,
+                                  decision.ask),
+                self.prediction_qos,
+                False,
+            )
+        ]
+        self._predictions += 1
+        policy = self.label_policy
+        if y is None:
+            if decision.ask and policy == "request":
+                req = self.labels.issue(
+                    stream.name, message.seq, (decision.slots, decision.z), decision.label
+                )
+                out.append(
+                    Outbound(
+                        stream.label_request_topic,
+                        encode_label_request(
+                            req, message.seq, message.ts, decision.label, decision.score,
+                            self.labels.ttl_seconds,
+                        ),
+                        self.label_request_qos,
+                        False,
+                    )
+                )
+                self._label_requests += 1
+                stream.label_requests += 1
+        elif truth_ok and (policy != "from_data" or decision.ask):
+            self._learn(stream, decision.slots, decision.z, y)
+        return out
+
+    def _score(self, stream: _Stream, y: Any, predicted: Any) -> bool:
+        """Count the prediction against the true label ``y``; False if the stream's
+        learner cannot take ``y`` (counted as ``"unusable_label"``)."""
+        if stream.binary:
+            truth = _binary_truth(y)
+            if truth is None:
+                self._unusable(stream, y, "a binary learner takes True/1/+1 or False/0/-1")
+                return False
+            stream.metrics.update(truth, predicted)
+            return True
+        if isinstance(y, dict):
+            self._unusable(stream, y, "multi-label maps need a multi-label learner")
+            return False
+        try:
+            stream.metrics.update(y, predicted)
+        except ValueError as exc:  # more distinct labels than the learner has classes
+            self._unusable(stream, y, str(exc))
+            return False
+        return True
+
+    def _unusable(self, stream: _Stream, y: Any, why: str) -> None:
+        stream.unusable_labels += 1
+        self._reject("unusable_label", "stream %r: label %.40r: %s", stream.name, y, why)
+
+    def _learn(self, stream: _Stream, slots: Any, z: Any, y: Any) -> None:
+        try:
+            stream.learner.learn(slots, z, y)
+        except ValueError as exc:
+            self._unusable(stream, y, str(exc))
+            return
+        except TypeError as exc:
+            self._reject("learner_error", "stream %r: learn(%.40r): %s", stream.name, y, exc)
+            return
+        self._learned += 1
+        stream.learned += 1
+
+    def _handle_label(self, message: LabelMessage) -> None:
+        self._label_messages += 1
+        result = self.labels.answer(message.req, message.stream)
+        if isinstance(result, PendingEntry):
+            stream = self._streams.get(result.stream)
+            if stream is None:  # restore() replaced the stream set; nothing to teach
+                return
+            if stream.binary and _binary_truth(message.y) is None:
+                self._unusable(stream, message.y, "a binary learner takes True/1/+1 or False/0/-1")
+                return
+            if not stream.binary and isinstance(message.y, dict):
+                self._unusable(stream, message.y, "multi-label maps need a multi-label learner")
+                return
+            slots, z = result.features
+            self._learn(stream, slots, z, message.y)
+            return
+        self._log.warning(
+            f"label_{result.value}",
+            "answer to request %.64r on stream %r not applied",
+            message.req,
+            message.stream,
+        )
+
+    def expire_labels(self) -> int:
+        """Drop label requests whose TTL ran out; return how many (the gateway calls
+        this now and then so an idle stream's requests do not linger)."""
+        return self.labels.expire()
+
+    # -- reporting -------------------------------------------------------------
+
+    @property
+    def streams(self) -> list[str]:
+        """Stream ids served so far, in order of first message."""
+        return list(self._streams)
+
+    def learner(self, stream: str) -> Any:
+        """The learner of ``stream`` (``KeyError`` if the stream has none)."""
+        return self._streams[stream].learner
+
+    def metrics(self, stream: str) -> ClassificationMetrics:
+        """The prequential metrics of ``stream`` (``KeyError`` if unknown)."""
+        return self._streams[stream].metrics
+
+    def counters(self) -> dict[str, int]:
+        """Every counter, zeros included, in a stable set of keys:
+
+        ``messages``, ``data``, ``label_messages``, ``predictions``, ``asked``,
+        ``label_requests``, ``learned``; each protocol reject reason and
+        ``non_finite_values``; each of :data:`PIPELINE_REJECTS`; the label table's
+        counters prefixed ``label_`` (``label_pending`` is a gauge); and ``rejected``,
+        the sum of every reject.
+        """
+        counts = {
+            "messages": self._messages,
+            "data": self._data,
+            "label_messages": self._label_messages,
+            "predictions": self._predictions,
+            "asked": self._asked,
+            "label_requests": self._label_requests,
+            "learned": self._learned,
+        }
+        counts.update(self._rejects.as_dict())
+        counts.update(self._own_rejects)
+        for key, value in self.labels.as_dict().items():
+            counts[f"label_{key}"] = value
+        counts["rejected"] = (
+            self._rejects.total_rejects
+            + sum(self._own_rejects.values())
+            + sum(counts[key] for key in _LABEL_REJECTS)
+        )
+        return counts
+
+    def memory(self) -> dict[str, int]:
+        """The memory budget in bytes, fixed by the construction parameters:
+        ``learners`` (the streams that exist), ``learners_max`` (``max_streams`` of
+        them), ``pending_labels`` (the label table when full, an estimate), and
+        ``total`` (``learners_max`` + ``pending_labels``)."""
+        per_stream = self._learner_bytes + _STREAM_OVERHEAD_BYTES + (
+            _METRIC_ROW_BYTES * self._n_labels
+        )
+        features = _FEATURE_BYTES_PER_CHANNEL * self.limits.max_channels + _ARRAY_OVERHEAD_BYTES
+        pending = self.labels.capacity * (_PENDING_ENTRY_BYTES + features) + (
+            self.labels.recent_capacity * _RECENT_ID_BYTES
+        )
+        learners_max = per_stream * self.max_streams
+        return {
+            "learners": sum(s.learner.memory_bytes() for s in self._streams.values()),
+            "learners_max": learners_max,
+            "pending_labels": pending,
+            "total": learners_max + pending,
+        }
+
+    def status(self) -> dict[str, Any]:
+        """Counters, per-stream status and memory, as plain values for the status
+        message."""
+        return {
+            "learner": self.learner_kind,
+            "label_policy": self.label_policy,
+            "counters": self.counters(),
+            "streams": {name: stream.status() for name, stream in self._streams.items()},
+            "memory": self.memory(),
+        }
+
+    # -- checkpoints -----------------------------------------------------------
+
+    def to_state(self, stream: str) -> dict[str, Any]:
+        """What a checkpoint of ``stream`` holds: its learner's state and counters.
+
+        Pending label requests and the prequential metrics are not part of it: after
+        a restart, answers to older requests count as ``label_unknown_request`` and
+        the metrics start again.
+        """
+        entry = self._streams[stream]
+        return {
+            "stream": stream,
+            "learner": entry.learner.to_state(),
+            "counters": entry.counters(),
+            "last_seq": entry.last_seq,
+        }
+
+    def restore(self, stream: str, state: dict[str, Any]) -> None:
+        """Give ``stream`` the learner and counters saved by :meth:`to_state`.
+
+        Raises :class:`StateMismatch` (a ``ValueError``) if the state is not a stream
+        state, is for another stream, or its learner is of another kind or has other
+        parameters than this pipeline's configuration; and ``ValueError`` when
+        ``max_streams`` streams exist already. Nothing changes when it raises.
+        """
+        reject = None if isinstance(stream, str) else "stream must be a str"
+        if reject is None:
+            reject = _state_problem(stream, state, self._learner_class, self._learner_params_norm)
+        if reject:
+            raise StateMismatch(f"cannot restore stream {stream!r}: {reject}")
+        if stream not in self._streams and len(self._streams) >= self.max_streams:
+            raise ValueError(
+                f"cannot restore stream {stream!r}: max_streams={self.max_streams} "
+                "streams exist already"
+            )
+        try:
+            learner = edgelearn.from_state(state["learner"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateMismatch(f"cannot restore stream {stream!r}: {exc}") from None
+        entry = _Stream(stream, learner, self.topics, self._binary, self._n_labels)
+        for name, value in state.get("counters", {}).items():
+            if name in _Stream._COUNTERS and isinstance(value, int):
+                setattr(entry, name, value)
+        last_seq = state.get("last_seq", -1)
+        entry.last_seq = last_seq if isinstance(last_seq, int) else -1
+        self._streams[stream] = entry
+
+
+def _state_problem(
+    stream: str, state: Any, learner_class: type, params: dict[str, Any]
+) -> str | None:
+    if not isinstance(state, dict) or not isinstance(state.get("learner"), dict):
+        return "the state is not a stream state (no 'learner' map)"
+    if state.get("stream") != stream:
+        return f"the state is of stream {state.get('stream')!r}"
+    learner = state["learner"]
+    if learner.get("kind") != learner_class.__name__:
+        return (
+            f"the saved learner is a {learner.get('kind')!r}, the configuration "
+            f"builds a {learner_class.__name__!r}"
+        )
+    saved = learner.get("params")
+    if not isinstance(saved, dict):
+        return "the saved learner has no parameters"
+    changed = sorted(
+        name for name in set(saved) | set(params) if saved.get(name) != params.get(name)
+    )
+    if changed:
+        return "learner parameters differ from the configuration: " + ", ".join(
+            f"{name} saved {saved.get(name)!r}, configured {params.get(name)!r}"
+            for name in changed
+        )
+    return None
+
+
