@@ -241,6 +241,49 @@ def load(name: str) -> Dataset:
                    label_names=label_names, name=name, meta=meta)
 
 
+def read_csv(path, label: str | None = None) -> Dataset:
+    r"""Read any sensor CSV with a header row (``.csv`` or ``.csv.gz``).
+
+    ``label`` names the label column (default: the last one).  Columns that
+    do not parse as numbers (timestamps, ids) are kept in ``meta``, not used
+    as channels; ``?`` and empty cells are missing (NaN).
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "log.csv")
+    ...     _ = open(path, "w").write("time,temp,co2,occupied\n10:00,20.5,,1\n10:01,20.7,410,0\n")
+    ...     ds = read_csv(path)
+    >>> ds.feature_names, ds.X.tolist(), ds.y.tolist(), ds.label_name, list(ds.meta)
+    (['temp', 'co2'], [[20.5, nan], [20.7, 410.0]], [1, 0], 'occupied', ['time'])
+    """
+    path = Path(path)
+    header, rows = _read_rows(path)
+    if not header:
+        raise ValueError(f"{path}: no header row")
+    label = header[-1] if label is None else label
+    if label not in header:
+        raise ValueError(f"{path}: no label column {label!r}; the columns are {header}")
+    bad = next((i for i, r in enumerate(rows) if len(r) != len(header)), None)
+    if bad is not None:
+        raise ValueError(f"{path}: data row {bad + 1} has {len(rows[bad])} fields, the header has {len(header)}")
+    table = np.array(rows, dtype=str).reshape(len(rows), len(header))
+    features, meta = [], {}
+    for j, name in enumerate(header):
+        if name == label:
+            continue
+        column = np.char.strip(table[:, j])
+        try:
+            np.where(np.isin(column, _MISSING), "nan", column).astype(np.float64)
+            features.append(j)
+        except ValueError:
+            meta[name] = table[:, j].copy()
+    names = [header[j] for j in features]
+    X = _parse_float(table[:, features], path, names)
+    y = _parse_labels(np.char.strip(table[:, header.index(label)]))
+    return Dataset(X=X, y=y, feature_names=names, label_name=label, label_names=[label],
+                   name=path.stem, meta=meta)
+
+
 def binary_task(name: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``(X, y, feature_names)`` of a PAACDS-protocol data set, ``y`` a bool array.
 

@@ -1,0 +1,363 @@
+"""The ``edgelearn`` command line.
+
+    edgelearn replay                      # the bundled demo: a recorded office sensor log
+    edgelearn replay LOG_OR_DIR ... [--learner paacds --set C=0.5 --label-budget 0.1]
+    edgelearn replay data.csv --label occupied
+    edgelearn bench                       # replay throughput vs River; --memory for RSS
+    edgelearn gateway --config FILE       # the MQTT service
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+import time
+from pathlib import Path
+
+DEMO_LOG = Path(__file__).resolve().parents[1] / "edgelearn" / "data" / "occupancy-demo.msgpack"
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed without a traceback, exit 2."""
+
+
+# -- shared helpers ------------------------------------------------------------
+
+
+def _parse_setting(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` with VALUE a Python literal (number, True, None, 'str');
+    anything that is not a literal is taken as a string."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"--set takes KEY=VALUE (e.g. C=0.5). Got {text!r}.")
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = raw
+    return key, value
+
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only on a terminal and at
+    most ten times a second."""
+
+    def __init__(self, total: float, unit: str, enabled: bool):
+        self.total = total
+        self.unit = unit
+        self.enabled = enabled and sys.stderr.isatty()
+        self.start = time.perf_counter()
+        self._last = 0.0
+
+    def update(self, done: float, count: int) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self._last < 0.1:
+            return
+        self._last = now
+        fraction = min(1.0, done / self.total) if self.total else 0.0
+        bar = "#" * int(30 * fraction)
+        rate = count / max(now - self.start, 1e-9)
+        sys.stderr.write(f"\r[{bar:<30}] {fraction:6.1%} {count:>10,} {self.unit} {rate:>10,.0f}/s")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 80 + "\r")
+            sys.stderr.flush()
+
+
+# -- replay --------------------------------------------------------------------
+
+
+def _learner_params(args) -> dict:
+    params = dict(args.set or [])
+    if args.label_budget is not None:
+        if args.learner != "paacds":
+            raise CliError(f"--label-budget needs an active learner (paacds); {args.learner} asks for every label.")
+        params["target_query_rate"] = args.label_budget
+    return params
+
+
+def _replay_csv(path: Path, args, params: dict) -> dict:
+    import edgelearn
+    from edgelearn.datasets import read_csv
+    from edgelearn.evaluate import prequential, replay
+    from edgelearn.streams import iter_array
+
+    try:
+        data = read_csv(path, label=args.label)
+    except (OSError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    model = edgelearn.make_learner(args.learner, params)
+    if args.learner in ("paacds", "pa"):
+        result = replay(model, data.X, data.y, active=args.policy == "from_data", feature_names=data.feature_names)
+    else:
+        progress = Progress(len(data.y), "rows", not args.quiet)
+        result = prequential(model, iter_array(data.X, data.y, data.feature_names),
+                             active=args.policy == "from_data", progress=lambda i: progress.update(i, i))
+        progress.close()
+    return {
+        "source": str(path),
+        "learner": repr(model),
+        "streams": {
+            path.stem: {
+                "messages": result.n,
+                "accuracy": result.accuracy,
+                "f1": result.f1,
+                "query_rate": result.query_rate,
+                "labels_used": result.n_queried if args.policy == "from_data" else result.n,
+                "channels": model.channels.n_assigned,
+                "memory_bytes": model.memory_bytes(),
+            }
+        },
+        "seconds": result.seconds,
+        "messages_per_s": result.instances_per_s,
+    }
+
+
+def _replay_logs(sources: list[Path], args, params: dict) -> dict:
+    from firmware_bridge.pipeline import Pipeline
+    from firmware_bridge.recorder import LogError, iter_logs
+
+    files = []
+    for source in sources:
+        files.extend(sorted(source.glob("*.msgpack")) if source.is_dir() else [source])
+    total_bytes = sum(f.stat().st_size for f in files)
+    try:
+        pipeline = Pipeline(args.learner, params, label_policy=args.policy)
+    except (TypeError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    corrupt = []
+
+    def report(error: LogError) -> None:
+        corrupt.append(str(error))
+        print(f"edgelearn replay: {error}", file=sys.stderr)
+
+    progress = Progress(total_bytes, "messages", not args.quiet)
+    done_before = 0  # bytes of the files already read
+    current, count = None, 0
+    start = time.perf_counter()
+    for record in iter_logs([str(f) for f in files], on_error=report):
+        pipeline.handle(record.topic, record.payload, record.received_at)
+        count += 1
+        if count % 1024 == 0:
+            if current is not None and record.offset < current:
+                done_before += current
+            current = record.offset
+            progress.update(done_before + current, count)
+    seconds = time.perf_counter() - start
+    progress.close()
+    status = pipeline.status()
+    streams = {}
+    for name, s in status["streams"].items():
+        streams[name] = {
+            "messages": s["data"],
+            "accuracy": s["accuracy"],
+            "f1": s["f1"],
+            "query_rate": s["query_rate"],
+            "labels_used": s["learned"],
+            "channels": s["channels"],
+            "channels_ignored": s["channels_ignored"],
+            "memory_bytes": s["memory_bytes"],
+        }
+    counters = status["counters"]
+    return {
+        "source": [str(f) for f in files],
+        "learner": repr(pipeline.learner(pipeline.streams[0])) if pipeline.streams else args.learner,
+        "streams": streams,
+        "messages": counters["messages"],
+        "rejected": counters["rejected"],
+        "rejects": {k: v for k, v in counters.items() if v and k not in _NOT_REJECTS and k != "rejected"},
+        "corrupt_records": corrupt,
+        "seconds": seconds,
+        "messages_per_s": count / seconds if seconds > 0 else float("inf"),
+    }
+
+
+# Counters of the pipeline that count work done, not rejects.
+_NOT_REJECTS = {
+    "messages", "data", "label_messages", "predictions", "asked", "label_requests", "learned",
+    "label_pending", "label_issued", "label_answered",
+}
+
+
+def _print_replay(summary: dict) -> None:
+    source = summary["source"]
+    print(f"replayed {source if isinstance(source, str) else ', '.join(source)}")
+    print(f"learner  {summary['learner']}")
+    for name, s in summary["streams"].items():
+        print(
+            f"stream {name}: {s['messages']:,} messages  accuracy {s['accuracy']:.4f}  F1 {s['f1']:.4f}  "
+            f"labels used {s['labels_used']:,} ({s['query_rate']:.1%} asked)  "
+            f"channels {s['channels']}  memory {s['memory_bytes']:,} B"
+        )
+    if summary.get("rejected"):
+        detail = ", ".join(f"{k} {v}" for k, v in sorted(summary["rejects"].items()))
+        print(f"rejected {summary['rejected']:,} messages ({detail})")
+    for problem in summary.get("corrupt_records", []):
+        print(f"corrupt: {problem}")
+    print(f"{summary['messages_per_s']:,.0f} messages/s")
+
+
+def cmd_replay(args) -> int:
+    sources = [Path(s) for s in args.sources] or [DEMO_LOG]
+    missing = [str(s) for s in sources if not s.exists()]
+    if missing:
+        raise CliError(f"no such file or directory: {', '.join(missing)}")
+    params = _learner_params(args)
+    csvs = [s for s in sources if s.name.endswith((".csv", ".csv.gz"))]
+    if csvs and len(sources) > 1:
+        raise CliError("replay takes one CSV file, or any number of msgpack logs and directories, not both.")
+    summary = _replay_csv(csvs[0], args, params) if csvs else _replay_logs(sources, args, params)
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2, default=float)
+        print()
+    else:
+        _print_replay(summary)
+    return 1 if summary.get("corrupt_records") else 0
+
+
+# -- bench ---------------------------------------------------------------------
+
+
+def cmd_bench(args) -> int:
+    from edgelearn import bench
+
+    if args.memory:
+        def progress(i, n):
+            if not args.json:
+                print(f"  {i:,}/{n:,} instances", file=sys.stderr)
+
+        result = bench.memory_over_stream(n=args.n, distinct_names=args.names, progress=progress)
+        if args.json:
+            json.dump(result, sys.stdout, indent=2)
+            print()
+        else:
+            print(f"PAACDS dict path, {result['n']:,} instances, {result['distinct_names']:,} distinct channel names, capacity {result['capacity']}")
+            for s in result["samples"]:
+                print(f"  {s['instances']:>9,}  memory_bytes {s['memory_bytes']:,}  RSS {s['rss_bytes'] / 2**20:.1f} MiB")
+            print(f"channels ignored {result['channels_ignored']:,}, evicted {result['channels_evicted']:,}")
+        return 0
+    result = bench.replay_throughput(n=args.n, d=args.d, river_n=args.river_n)
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+        return 0
+    p = result["paacds"]
+    print(f"PAACDS replay, d={result['d']}, {result['n']:,} instances, 20% labels: "
+          f"{p['instances_per_s']:,.0f} instances/s (accuracy {p['accuracy']:.3f}, asked {p['query_rate']:.1%})")
+    if result["river"] is None:
+        print("River is not installed (pip install -e '.[dev]'): no comparison.")
+    else:
+        r = result["river"]
+        print(f"River PAClassifier, same stream, first {r['n']:,} instances, every label: "
+              f"{r['instances_per_s']:,.0f} instances/s (accuracy {r['accuracy']:.3f})")
+        print(f"ratio {result['ratio']:,.0f}x")
+    return 0
+
+
+# -- gateway -------------------------------------------------------------------
+
+
+def _add_gateway(subparsers) -> None:
+    try:
+        from firmware_bridge import gateway
+    except ImportError:
+        return
+    if not hasattr(gateway, "add_gateway_arguments"):
+        return
+    parser = subparsers.add_parser(
+        "gateway",
+        help="run the MQTT gateway service",
+        description="Consume sensor messages over MQTT, predict, ask for labels, learn, checkpoint.",
+    )
+    gateway.add_gateway_arguments(parser)
+    parser.set_defaults(func=gateway.run_gateway)
+
+
+# -- main ----------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from edgelearn import KINDS
+
+    parser = argparse.ArgumentParser(
+        prog="edgelearn",
+        description="Online learning for sensor gateways: replay logs, benchmark, run the MQTT gateway.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    replay = sub.add_parser(
+        "replay",
+        help="replay a recorded msgpack log (or a CSV) through a learner, test-then-train",
+        description=(
+            "Run recorded sensor messages through the gateway's pipeline offline, as if they "
+            "arrived live: every message is predicted before its label is used. A data "
+            "message's recorded \"y\" plays the labeller: with --policy from_data (the "
+            "default) the learner sees it only when it asks for it. With no SOURCE, the "
+            "bundled demo: an office's occupancy sensors (temperature, humidity, light, CO2), "
+            "20,560 minutes with failing sensors, through PAACDS with a 10%% label budget."
+        ),
+    )
+    replay.add_argument("sources", nargs="*", metavar="SOURCE",
+                        help="msgpack log files or directories of them, or one .csv file (default: the bundled demo)")
+    replay.add_argument("--learner", default="paacds", choices=sorted(KINDS),
+                        help="learner every stream gets (default: paacds)")
+    replay.add_argument("--set", action="append", type=_parse_setting, metavar="KEY=VALUE",
+                        help="a learner parameter, e.g. --set C=0.5 --set variant=PAACDS-I (repeatable)")
+    replay.add_argument("--label-budget", type=float, default=None, metavar="FRACTION",
+                        help="fraction of labels the learner may ask for (paacds; default 0.1)")
+    replay.add_argument("--policy", choices=("from_data", "all"), default="from_data",
+                        help="from_data: learn a recorded label only when asked (default); all: learn every label")
+    replay.add_argument("--label", default=None, metavar="COLUMN",
+                        help="CSV only: the label column (default: the last)")
+    replay.add_argument("--json", action="store_true", help="print the summary as JSON")
+    replay.add_argument("--quiet", action="store_true", help="no progress bar")
+    replay.set_defaults(func=cmd_replay)
+
+    bench = sub.add_parser(
+        "bench",
+        help="measure replay throughput against River, or memory over a long stream",
+        description=(
+            "Throughput: PAACDS's jitted replay over N synthetic instances with D channels "
+            "(capricious: each instance loses up to half its channels), 20%% labels, beside "
+            "River's PAClassifier on the first --river-n instances of the same stream. "
+            "--memory: PAACDS's dict path over N instances carrying --names distinct "
+            "channel names, sampling memory_bytes() and the process RSS."
+        ),
+    )
+    bench.add_argument("--n", type=int, default=1_000_000, help="instances (default 1,000,000)")
+    bench.add_argument("--d", type=int, default=64, help="channels (default 64)")
+    bench.add_argument("--river-n", type=int, default=200_000, help="instances River runs (default 200,000)")
+    bench.add_argument("--memory", action="store_true", help="measure memory instead of throughput")
+    bench.add_argument("--names", type=int, default=100_000, help="--memory: distinct channel names (default 100,000)")
+    bench.add_argument("--json", action="store_true", help="print the result as JSON")
+    bench.set_defaults(func=cmd_bench)
+
+    _add_gateway(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if (args.command == "replay" and args.learner == "paacds" and args.label_budget is None
+            and "target_query_rate" not in dict(args.set or [])):
+        args.label_budget = 0.1
+    try:
+        return args.func(args)
+    except CliError as exc:
+        print(f"edgelearn {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
