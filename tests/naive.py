@@ -1,0 +1,344 @@
+"""Slow, plain references for the jitted kernels in ``edgelearn.kernels``.
+
+Written from /work/shared/ALGORITHMS.md and the kernels' docstrings, not from
+the kernels' code, so that a test comparing the two compares two independent
+readings.  Every function works on copies and returns new values; state is
+passed as dicts of arrays:
+
+* channel statistics ``{"count", "mean", "var", "last_seen"}``;
+* a PAACDS model ``{"W", "active", "h", "h_n", "h_mean", "h_var"}``.
+
+Sums over an instance run in the instance's order and sums over the model in
+slot order (Python ``sum`` is left to right): that is the plain reading, and
+it keeps a kernel and its reference within rounding of each other even where
+near-ties decide which slot survives.
+"""
+
+import math
+
+import numpy as np
+
+MASK64 = (1 << 64) - 1
+
+
+def _copy(state):
+    return {key: np.array(value, copy=True) for key, value in state.items()}
+
+
+# -- SplitMix64 ---------------------------------------------------------------
+
+
+def splitmix64(state):
+    """One SplitMix64 step on an int state: ``(new_state, output)``."""
+    state = (state + 0x9E3779B97F4A7C15) & MASK64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return state, z ^ (z >> 31)
+
+
+def uniform(state):
+    """``(new_state, u)``, u on [0, 1) from the top 53 bits of one output."""
+    state, z = splitmix64(state)
+    return state, (z >> 11) / 2.0**53
+
+
+# -- channel statistics ---------------------------------------------------------
+
+
+def channel_step(n, forget):
+    """Step size of the n-th observation: Welford's ``1/n``, floored at the
+    forgetting rate once ``1/n`` falls below it."""
+    return max(1.0 / n, forget)
+
+
+def information_step(n, forget):
+    # The kernel switches on ``n * forget >= 1`` rather than comparing 1/n
+    # with forget; the two differ only by rounding, but it is what runs.
+    return forget if n * forget >= 1.0 else 1.0 / n
+
+
+def moving_moments(mean, var, x, a):
+    """Fold x into a (population) mean and variance with step a."""
+    d = x - mean
+    return mean + a * d, (1.0 - a) * (var + a * d * d)
+
+
+def batch_moments(xs, steps):
+    """Mean and variance of ``xs`` under the weights a sequence of steps
+    gives: observation i keeps ``steps[i] * prod_{j > i} (1 - steps[j])``.
+    With steps 1/n these are ``np.mean`` and ``np.var``; with a constant step
+    an exponentially weighted mean and variance.  A batch definition, to
+    check the one-pass recursion against."""
+    xs = np.asarray(xs, dtype=np.float64)
+    steps = np.asarray(steps, dtype=np.float64)
+    weights = np.empty(len(xs))
+    for i in range(len(xs)):
+        weights[i] = steps[i] * np.prod(1.0 - steps[i + 1 :])
+    mean = float(np.sum(weights * xs))
+    return mean, float(np.sum(weights * (xs - mean) ** 2))
+
+
+def z_score(x, n, mean, var, eps, z_max):
+    """Standardized x; 0 while fewer than 2 observations give a scale."""
+    if n < 2:
+        return 0.0
+    return float(np.clip((x - mean) / math.sqrt(var + eps), -z_max, z_max))
+
+
+def observe(slots, values, stats, t, forget, eps, z_max):
+    """Fold one instance into the statistics, then standardize it with the
+    updated statistics (ChannelSpace: "updated *before* standardizing").
+    Returns ``(z, new_stats)``."""
+    stats = _copy(stats)
+    z = np.zeros(len(slots))
+    for j, (s, x) in enumerate(zip(slots, values)):
+        n = int(stats["count"][s]) + 1
+        stats["mean"][s], stats["var"][s] = moving_moments(
+            stats["mean"][s], stats["var"][s], x, channel_step(n, forget)
+        )
+        stats["count"][s] = n
+        stats["last_seen"][s] = t
+        z[j] = z_score(x, n, stats["mean"][s], stats["var"][s], eps, z_max)
+    return z, stats
+
+
+def standardize(slots, values, stats, eps, z_max):
+    """Read-only z; slot -1 (a channel the space does not know) gives 0."""
+    return np.array(
+        [
+            0.0 if s < 0 else z_score(x, stats["count"][s], stats["mean"][s], stats["var"][s], eps, z_max)
+            for s, x in zip(slots, values)
+        ]
+    )
+
+
+def claim_slot(last_seen, n_assigned, t, evict_after):
+    """Next unused slot; else the least recently seen (lowest on ties) if it
+    has been away at least ``evict_after`` instances; else -1."""
+    if n_assigned < len(last_seen):
+        return n_assigned
+    oldest = int(np.argmin(last_seen))
+    return oldest if t - last_seen[oldest] >= evict_after else -1
+
+
+def reset_slot(stats, slot):
+    stats = _copy(stats)
+    stats["count"][slot] = 0
+    stats["mean"][slot] = 0.0
+    stats["var"][slot] = 0.0
+    stats["last_seen"][slot] = -1
+    return stats
+
+
+# -- PAACDS ---------------------------------------------------------------------
+
+
+def _information(slot, h):
+    # A channel the model does not know is new, with the prior information 1.
+    return 1.0 if slot < 0 else float(h[slot])
+
+
+def _is_shared(slot, active):
+    return slot >= 0 and bool(active[slot])
+
+
+def confidences(slots, active, h):
+    """``(p_s, p_n)``: shares of the instance's information held by shared
+    and new slots; by count if the information sums to 0; ``(0, 1)`` for an
+    empty instance (nothing is shared)."""
+    infos = [_information(s, h) for s in slots]
+    shared = [_is_shared(s, active) for s in slots]
+    total = sum(infos)
+    if total > 0.0:
+        p_s = sum(i for i, sh in zip(infos, shared) if sh) / total
+    elif len(slots):
+        p_s = sum(shared) / len(slots)
+    else:
+        p_s = 0.0
+    return p_s, 1.0 - p_s
+
+
+def scores(slots, z, model):
+    """``(p_s * W[c, shared] . z_shared for every row c, p_s)``."""
+    W, active = model["W"], model["active"]
+    p_s, _ = confidences(slots, active, model["h"])
+    out = np.array(
+        [
+            p_s * sum(W[c, s] * zj for s, zj in zip(slots, z) if _is_shared(s, active))
+            for c in range(W.shape[0])
+        ]
+    )
+    return out, p_s
+
+
+def top_two(out, n_known, n_rows):
+    """Best known class (0 if none), and the best of the other known classes
+    plus one unused row standing for a class not seen yet (-1 if none)."""
+    best = int(np.argmax(out[:n_known])) if n_known > 0 else 0
+    others = [c for c in range(min(n_known + 1, n_rows)) if c != best]
+    if not others:
+        return best, -1
+    return best, max(others, key=lambda c: (out[c], -c))
+
+
+def update_information(slots, z, model, forget, k0):
+    """Each present slot's short-horizon variance of z, and
+    ``h = (k0 * 1 + n * ewvar) / (k0 + n)``."""
+    model = _copy(model)
+    for s, zj in zip(slots, z):
+        n = int(model["h_n"][s]) + 1
+        model["h_mean"][s], model["h_var"][s] = moving_moments(
+            model["h_mean"][s], model["h_var"][s], zj, information_step(n, forget)
+        )
+        model["h_n"][s] = n
+        model["h"][s] = (k0 * 1.0 + n * model["h_var"][s]) / (k0 + n)
+    return model
+
+
+def observe_scores(slots, values, stats, t, forget, eps, z_max, model, h_forget, k0):
+    """Observe and standardize, score with the information as it was before
+    this instance, then fold z into the information.
+    Returns ``(z, out, p_s, new_stats, new_model)``."""
+    z, stats = observe(slots, values, stats, t, forget, eps, z_max)
+    out, p_s = scores(slots, z, model)
+    return z, out, p_s, stats, update_information(slots, z, model, h_forget, k0)
+
+
+def draw_query(margin, delta, rng):
+    """``(asked, new_rng)``: ask with probability ``delta / (delta + |q|)``."""
+    rng, u = uniform(rng)
+    return u < delta / (delta + abs(margin)), rng
+
+
+def adapt_delta(delta, asked, target, gain):
+    return min(max(delta * math.exp(gain * (target - float(asked))), 1e-3), 1e6)
+
+
+def _norms(slots, z, active):
+    norm_s = sum(zj * zj for s, zj in zip(slots, z) if active[s])
+    norm_n = sum(zj * zj for s, zj in zip(slots, z) if not active[s])
+    return norm_s, norm_n
+
+
+def _tau(loss, denom, C, variant_i):
+    if variant_i:
+        denom += 1.0 / (2.0 * C)
+    # A zero denominator means every update term is 0 (p z = 0 on both
+    # parts), so any tau gives the same model; 0 avoids dividing by it.
+    return 0.0 if denom <= 0.0 else min(C, loss / denom)
+
+
+def learn_binary(slots, z, y, model, C, variant_i):
+    """PAACDS / PAACDS-I update for y in {-1, +1} with the current model.
+    Returns ``(new_model, updated)``, updated meaning the loss was positive
+    (ALGORITHMS.md step 5; step 6 sparsifies after each such update)."""
+    model = _copy(model)
+    W, active = model["W"], model["active"]
+    p_s, p_n = confidences(slots, active, model["h"])
+    q = p_s * sum(W[0, s] * zj for s, zj in zip(slots, z) if active[s])
+    loss = max(0.0, 1.0 - y * q)
+    if loss <= 0.0:
+        return model, False
+    norm_s, norm_n = _norms(slots, z, active)
+    tau = _tau(loss, p_s**2 * norm_s + p_n**2 * norm_n, C, variant_i)
+    new = [not active[s] for s in slots]
+    for s, zj, is_new in zip(slots, z, new):
+        if is_new:
+            W[0, s] = tau * p_n * y * zj
+        else:
+            W[0, s] += tau * p_s * y * zj
+    active[slots] = True
+    return model, True
+
+
+def learn_multiclass(slots, z, y, n_known, model, C, variant_i):
+    """Crammer's multiclass PA on the shared/new split: row y toward z, the
+    best-scoring other row r (among the known classes plus one unused row)
+    away.  Returns ``(new_model, updated, scores)``."""
+    model = _copy(model)
+    W, active = model["W"], model["active"]
+    out, p_s = scores(slots, z, model)
+    p_n = 1.0 - p_s
+    others = [c for c in range(min(n_known + 1, W.shape[0])) if c != y]
+    if not others:
+        return model, False, out
+    r = max(others, key=lambda c: (out[c], -c))
+    loss = max(0.0, 1.0 - (out[y] - out[r]))
+    if loss <= 0.0:
+        return model, False, out
+    norm_s, norm_n = _norms(slots, z, active)
+    tau = _tau(loss, 2.0 * (p_s**2 * norm_s + p_n**2 * norm_n), C, variant_i)
+    for s, zj in zip(slots, z):
+        if active[s]:
+            W[y, s] += tau * p_s * zj
+            W[r, s] -= tau * p_s * zj
+        else:
+            W[y, s] = tau * p_n * zj
+            W[r, s] = -tau * p_n * zj
+    active[slots] = True
+    return model, True, out
+
+
+def sparsify(model, n_slots, lam, B, max_weights):
+    """Scale to ``sum |W| h <= lam`` (all rows; lam <= 0: off), then keep the
+    ``min(max(1, ceil(B n_active)), max_weights)`` active slots with the
+    largest ``max_c |W[c, i]| h[i]``, ties to the lower slot; the others
+    leave the model with weight 0."""
+    model = _copy(model)
+    W, active, h = model["W"], model["active"], model["h"]
+    slots = [i for i in range(n_slots) if active[i]]
+    if lam > 0.0:
+        total = sum(abs(W[c, i]) * h[i] for i in slots for c in range(W.shape[0]))
+        if total > 0.0:
+            W[:, slots] *= min(1.0, lam / total)
+    keep = min(max(1, math.ceil(B * len(slots))), max_weights)
+    score = np.array([np.max(np.abs(W[:, i])) * h[i] for i in slots])
+    order = np.argsort(-score, kind="stable")
+    for j in order[keep:]:
+        W[:, slots[j]] = 0.0
+        active[slots[j]] = False
+    return model
+
+
+def kth_largest(values, kth):
+    """The kth largest (1-based) of values."""
+    return float(np.sort(np.asarray(values, dtype=np.float64))[::-1][kth - 1])
+
+
+def forget_slot(model, slot):
+    """A recycled slot: out of the model, information back to the prior 1."""
+    model = _copy(model)
+    model["W"][:, slot] = 0.0
+    model["active"][slot] = False
+    model["h"][slot] = 1.0
+    model["h_n"][slot] = 0
+    model["h_mean"][slot] = 0.0
+    model["h_var"][slot] = 0.0
+    return model
+
+
+# -- PA (River's PAClassifier) ---------------------------------------------------
+
+
+def pa_margin(slots, x, w, intercept):
+    """``w . x + b`` over the known slots (slot -1 contributes nothing)."""
+    return sum(w[s] * xj for s, xj in zip(slots, x) if s >= 0) + float(intercept)
+
+
+def pa_learn(slots, x, y, w, intercept, C, mode, learn_intercept):
+    """PA (mode 0), PA-I (1), PA-II (2) for y in {-1, +1}, as River's
+    PAClassifier: hinge loss, tau from ``||x||^2`` (the intercept's constant
+    feature not counted).  Returns ``(new_w, new_intercept, tau * y)``."""
+    w = np.array(w, dtype=np.float64, copy=True)
+    loss = max(0.0, 1.0 - y * pa_margin(slots, x, w, intercept))
+    norm2 = float(np.linalg.norm(np.asarray(x, dtype=np.float64))) ** 2
+    if mode == 0:
+        tau = loss / norm2 if norm2 > 0 else 0.0
+    elif mode == 1:
+        tau = min(C, loss / norm2) if norm2 > 0 else 0.0
+    else:
+        tau = loss / (norm2 + 1.0 / (2.0 * C))
+    step = tau * y
+    w[np.asarray(slots)] += step * np.asarray(x, dtype=np.float64)
+    return w, float(intercept) + (step if learn_intercept else 0.0), step
