@@ -67,6 +67,81 @@ def _gather_row(
 
 
 @jit
+def n_columns_assigned(col_slot, slot_col, n_assigned):
+    """How many of the first ``n_assigned`` slots belong to a column, or -1
+    if a column has no slot yet.  Equal to ``n_assigned`` when every slot in
+    use is a column of X and every column has one: then the row can be
+    processed slot-wise (see ``_observe_score_dense``)."""
+    for j in range(col_slot.shape[0]):
+        if col_slot[j] < 0:
+            return -1
+    used = 0
+    for s in range(n_assigned):
+        used += slot_col[s] >= 0
+    return used
+
+
+@jit
+def _observe_score_dense(
+    X, i, slot_col, slots, vals, k, xs, zs, hs, n_slots,
+    count, mean, var, last_seen, t, forget, eps, z_max,
+    W, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+):
+    """``paacds.observe_scores`` for a binary model when every slot in use is
+    a column: the per-slot updates run over all slots at once, a missing
+    value masking its slot's update, which the compiler can vectorize; then
+    the sums run over the present channels in the dict path's order, so the
+    result is the same to the bit."""
+    for s in range(n_slots):
+        xs[s] = X[i, slot_col[s]]
+    for s in range(n_slots):
+        x = xs[s]
+        present = math.isfinite(x)
+        n = count[s] + 1
+        a = 1.0 / n
+        a = forget if forget > a else a
+        d = x - mean[s]
+        m = mean[s] + a * d
+        v = (1.0 - a) * (var[s] + a * d * d)
+        z = ch._z(x, n, m, v, eps, z_max)
+        hn = h_n[s] + 1
+        b = h_forget if hn * h_forget >= 1.0 else 1.0 / hn
+        e = z - h_mean[s]
+        hm = h_mean[s] + b * e
+        hv = (1.0 - b) * (h_var[s] + b * e * e)
+        hs[s] = h[s]
+        zs[s] = z
+        count[s] = n if present else count[s]
+        mean[s] = m if present else mean[s]
+        var[s] = v if present else var[s]
+        last_seen[s] = t if present else last_seen[s]
+        h_n[s] = hn if present else h_n[s]
+        h_mean[s] = hm if present else h_mean[s]
+        h_var[s] = hv if present else h_var[s]
+        h[s] = (k0 + hn * hv) / (k0 + hn) if present else h[s]
+    acc = 0.0
+    total = 0.0
+    shared = 0.0
+    n_shared = 0
+    for j in range(k):
+        s = slots[j]
+        zj = zs[s]
+        vals[j] = zj
+        total += hs[s]
+        is_active = active[s]
+        shared += hs[s] if is_active else 0.0
+        n_shared += is_active
+        acc += W[0, s] * zj
+    if total > 0.0:
+        p_s = shared / total
+    elif k > 0:
+        p_s = n_shared / k
+    else:
+        p_s = 0.0
+    scores[0] = acc * p_s
+
+
+@jit
 def paacds_loop(
     X, y, active_learning, col_slot, slot_col, changed, counters,
     count, mean, var, last_seen, forget, eps, z_max, evict_after,
@@ -85,7 +160,13 @@ def paacds_loop(
     binary = rows == 1
     slots = np.empty(X.shape[1], dtype=np.int32)
     vals = np.empty(X.shape[1], dtype=np.float64)
+    xs = np.empty(W.shape[1], dtype=np.float64)
+    zs = np.empty(W.shape[1], dtype=np.float64)
+    hs = np.empty(W.shape[1], dtype=np.float64)
     evicted_before = counters[N_EVICTED]
+    assigned_before = -1
+    mapped_evictions = -1
+    dense = False
     for i in range(n):
         k = _gather_row(
             X, i, col_slot, slot_col, changed, slots, vals, counters,
@@ -97,10 +178,22 @@ def paacds_loop(
                 if changed[slots[j]] == 2:
                     pk.forget_slot(slots[j], W, active, h, h_n, h_mean, h_var)
                     changed[slots[j]] = 1
-        pk.observe_scores(
-            slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
-            W, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
-        )
+        if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
+            # the column-to-slot mapping changed: can rows be handled slot-wise?
+            assigned_before = counters[N_ASSIGNED]
+            mapped_evictions = counters[N_EVICTED]
+            dense = binary and assigned_before == n_columns_assigned(col_slot, slot_col, assigned_before)
+        if dense:
+            _observe_score_dense(
+                X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
+                count, mean, var, last_seen, counters[T], forget, eps, z_max,
+                W, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+            )
+        else:
+            pk.observe_scores(
+                slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
+                W, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+            )
         counters[T] += 1
         if binary:
             q = scores[0]
