@@ -182,6 +182,8 @@ class ChannelSpace:
             self.n_assigned += 1
         self._names[slot] = name
         self._index[name] = slot
+        # Seen now, so another new name in this same instance cannot take it.
+        self.last_seen[slot] = self.t
         return slot
 
     def _evict(self, slot: int) -> None:

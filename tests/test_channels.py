@@ -98,3 +98,16 @@ def test_state_round_trip():
     a, b = space.observe(dict(x)), copy.observe(dict(x))
     assert a[0].tolist() == b[0].tolist() and a[1].tobytes() == b[1].tobytes()
     assert copy.to_state()["names"] == space.to_state()["names"]
+
+
+def test_new_names_in_one_instance_never_share_a_slot():
+    # Two new channels arrive together in a full space: only one stale slot
+    # is free, so one of them is ignored -- never both folded into one slot.
+    space = ChannelSpace(capacity=3, evict_after=5)
+    space.observe({"a": 1.0, "b": 1.0, "c": 1.0})
+    for _ in range(8):
+        space.observe({"a": 1.0, "b": 1.0})
+    slots, _ = space.observe({"a": 1.0, "b": 1.0, "d": 1.0, "e": 1.0})
+    assert sorted(slots.tolist()) == [0, 1, 2]
+    assert space.n_ignored == 1
+    assert ChannelSpace(capacity=2, evict_after=1).observe({"a": 1, "b": 2, "c": 3})[0].tolist() == [0, 1]

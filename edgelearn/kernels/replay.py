@@ -60,6 +60,8 @@ def _gather_row(
                 changed[s] = 1
             slot_col[s] = j
             col_slot[j] = s
+            # seen now, so another new column of this row cannot take it
+            last_seen[s] = counters[T]
         slots[k] = s
         vals[k] = v
         k += 1
