@@ -533,6 +533,12 @@ class Pipeline:
         """The learner of ``stream`` (``KeyError`` if the stream has none)."""
         return self._streams[stream].learner
 
+    def revision(self, stream: str) -> int:
+        """A number that changes whenever ``stream``'s learner does (messages observed
+        plus labels learned), so a checkpointer can skip streams that stood still."""
+        entry = self._streams[stream]
+        return entry.data + entry.learned
+
     def metrics(self, stream: str) -> ClassificationMetrics:
         """The prequential metrics of ``stream`` (``KeyError`` if unknown)."""
         return self._streams[stream].metrics
