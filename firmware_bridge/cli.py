@@ -74,6 +74,29 @@ class Progress:
 # -- replay --------------------------------------------------------------------
 
 
+def _resolve_learner(args) -> None:
+    """The learner and its parameters: --learner/--set over the --config
+    file's [learner] section over the defaults; sets ``args.gateway_config``."""
+    args.gateway_config = None
+    base: dict = {}
+    if args.config is not None:
+        from firmware_bridge.gateway import load_config
+
+        config, errors = load_config(args.config)
+        if errors:
+            raise CliError("the configuration has errors:\n  " + "\n  ".join(errors))
+        args.gateway_config = config
+        if args.learner is None or args.learner == config.learner_kind:
+            args.learner = config.learner_kind
+            base = dict(config.learner_params)
+    if args.learner is None:
+        args.learner = "paacds"
+    args.set = list(base.items()) + list(args.set or [])
+    if (args.learner == "paacds" and args.label_budget is None
+            and "target_query_rate" not in dict(args.set)):
+        args.label_budget = 0.1
+
+
 def _learner_params(args) -> dict:
     params = dict(args.set or [])
     if args.label_budget is not None:
@@ -128,8 +151,15 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
     for source in sources:
         files.extend(sorted(source.glob("*.msgpack")) if source.is_dir() else [source])
     total_bytes = sum(f.stat().st_size for f in files)
+    config = args.gateway_config
     try:
-        pipeline = Pipeline(args.learner, params, label_policy=args.policy)
+        if config is None:
+            pipeline = Pipeline(args.learner, params, label_policy=args.policy)
+        else:
+            pipeline = Pipeline(
+                args.learner, params, topics=config.topics, limits=config.limits,
+                max_streams=config.max_streams, label_policy=args.policy,
+            )
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc)) from None
     corrupt = []
@@ -205,6 +235,7 @@ def _print_replay(summary: dict) -> None:
 
 
 def cmd_replay(args) -> int:
+    _resolve_learner(args)
     sources = [Path(s) for s in args.sources] or [DEMO_LOG]
     missing = [str(s) for s in sources if not s.exists()]
     if missing:
@@ -307,8 +338,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("sources", nargs="*", metavar="SOURCE",
                         help="msgpack log files or directories of them, or one .csv file (default: the bundled demo)")
-    replay.add_argument("--learner", default="paacds", choices=sorted(KINDS),
-                        help="learner every stream gets (default: paacds)")
+    replay.add_argument("--learner", default=None, choices=sorted(KINDS),
+                        help="learner every stream gets (default: the --config file's, else paacds)")
+    replay.add_argument("--config", default=None, metavar="FILE",
+                        help="a gateway.toml: its [learner], topics, limits and stream cap, as the gateway would run")
     replay.add_argument("--set", action="append", type=_parse_setting, metavar="KEY=VALUE",
                         help="a learner parameter, e.g. --set C=0.5 --set variant=PAACDS-I (repeatable)")
     replay.add_argument("--label-budget", type=float, default=None, metavar="FRACTION",
@@ -347,9 +380,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if (args.command == "replay" and args.learner == "paacds" and args.label_budget is None
-            and "target_query_rate" not in dict(args.set or [])):
-        args.label_budget = 0.1
     try:
         return args.func(args)
     except CliError as exc:

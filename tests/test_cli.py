@@ -1,0 +1,101 @@
+"""The `edgelearn` command: replay of the bundled demo, of logs and CSVs,
+clear errors for bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+import edgelearn
+from firmware_bridge import cli
+from firmware_bridge.protocol import encode_data
+from firmware_bridge.recorder import write_log
+
+
+def run(capsys, *argv):
+    status = cli.main(list(argv))
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_demo_replay_learns_with_a_tenth_of_the_labels(capsys):
+    status, out, _ = run(capsys, "replay", "--json", "--quiet")
+    assert status == 0
+    summary = json.loads(out)
+    stream = summary["streams"]["office-1"]
+    assert stream["messages"] == 20_560 == summary["messages"]
+    assert abs(stream["query_rate"] - 0.1) < 0.01
+    assert stream["labels_used"] == pytest.approx(0.1 * 20_560, rel=0.05)
+    # Occupancy is 23% positive: always guessing "empty" scores 0.77.
+    assert stream["accuracy"] > 0.9 and stream["f1"] > 0.8
+    assert summary["rejected"] == 0
+
+
+def test_budget_and_learner_options(capsys):
+    _, out, _ = run(capsys, "replay", "--json", "--quiet", "--label-budget", "0.3", "--set", "variant='PAACDS-I'")
+    summary = json.loads(out)
+    assert abs(summary["streams"]["office-1"]["query_rate"] - 0.3) < 0.01
+    assert "PAACDS-I" in summary["learner"]
+    _, out, _ = run(capsys, "replay", "--json", "--quiet", "--learner", "pa", "--policy", "all")
+    assert json.loads(out)["streams"]["office-1"]["labels_used"] == 20_560
+
+
+def test_bad_options_name_the_problem(capsys):
+    status, _, err = run(capsys, "replay", "--set", "C=-1")
+    assert status == 2 and "The 'C' parameter of PAACDS must be a float in (0, inf]. Got -1." in err
+    status, _, err = run(capsys, "replay", "--learner", "pa", "--label-budget", "0.1")
+    assert status == 2 and "--label-budget needs an active learner" in err
+    status, _, err = run(capsys, "replay", "no-such-log.msgpack")
+    assert status == 2 and "no-such-log.msgpack" in err
+    with pytest.raises(SystemExit):
+        cli.main(["replay", "--set", "not an assignment"])
+
+
+def test_corrupt_log_is_reported_with_its_offset(tmp_path, capsys):
+    path = tmp_path / "log.msgpack"
+    records = [("sensors/s/data", float(i), encode_data(float(i), i, {"t": float(i % 7)}, y=i % 2)) for i in range(50)]
+    write_log(path, records)
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes()[: size - 5])  # the last record is cut short
+    status, out, err = run(capsys, "replay", str(path), "--json", "--quiet")
+    assert status == 1
+    summary = json.loads(out)
+    assert summary["streams"]["s"]["messages"] == 49
+    assert len(summary["corrupt_records"]) == 1 and "byte offset" in summary["corrupt_records"][0]
+    assert "byte offset" in err
+
+
+def test_bad_messages_in_a_log_are_counted_not_fatal(tmp_path, capsys):
+    path = tmp_path / "log.msgpack"
+    good = [("sensors/s/data", float(i), encode_data(float(i), i, {"t": float(i)}, y=1)) for i in range(10)]
+    bad = [("sensors/s/data", 10.0, b"\xc1garbage"), ("sensors/s/data", 11.0, encode_data(11.0, 11, {"t": 1.0}) + b"x"),
+           ("sensors/s/data", 12.0, encode_data(12.0, 12, {f"c{i}": 1.0 for i in range(1000)}))]
+    write_log(path, good + bad)
+    status, out, _ = run(capsys, "replay", str(path), "--json", "--quiet")
+    summary = json.loads(out)
+    assert status == 0 and summary["rejected"] == 3 and summary["streams"]["s"]["messages"] == 10
+
+
+def test_csv_replay_is_the_jitted_replay(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    path = tmp_path / "sensors.csv"
+    lines = ["time,a,b,c,occupied"] + [
+        f"t{i},{X[i, 0]},{'' if i % 5 == 0 else X[i, 1]},{X[i, 2]},{y[i]}" for i in range(400)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    status, out, _ = run(capsys, "replay", str(path), "--json", "--label-budget", "0.2")
+    assert status == 0
+    stream = json.loads(out)["streams"]["sensors"]
+    X[::5, 1] = np.nan
+    expected = edgelearn.replay(edgelearn.PAACDS(target_query_rate=0.2), X, y, feature_names=["a", "b", "c"])
+    assert stream["accuracy"] == expected.accuracy and stream["f1"] == expected.f1
+    assert stream["query_rate"] == expected.query_rate
+
+
+def test_bench_runs_small(capsys):
+    status, out, _ = run(capsys, "bench", "--n", "3000", "--river-n", "300", "--json")
+    result = json.loads(out)
+    assert status == 0 and result["n"] == 3000 and result["paacds"]["instances_per_s"] > 0
+    assert result["river"]["n"] == 300 and result["ratio"] > 0
