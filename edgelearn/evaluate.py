@@ -196,9 +196,9 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
         target = 0.0 if model.target_query_rate is None else float(model.target_query_rate)
         delta, n_known = loops.paacds_loop(
             X, y_labels, active, col_slot, slot_col, changed, counters, *channel_args,
-            model.W, model.active, model.h, model.h_n, model.h_mean, model.h_var, model._h_forget, _K0,
+            model.W, model.b, model.active, model.h, model.h_n, model.h_mean, model.h_var, model._h_forget, _K0,
             model.rng_state, model._current_delta, target, float(model.budget_gain), float(model.C),
-            model._variant_i, model._lam, float(model.B), model._max_weights,
+            model._variant_i, model.learn_intercept, model._lam, float(model.B), model._max_weights,
             code_class, class_code, len(model._classes), model._scores, model._idx_buf, model._score_buf,
             pred, margins, asked,
         )

@@ -6,7 +6,8 @@ readings.  Every function works on copies and returns new values; state is
 passed as dicts of arrays:
 
 * channel statistics ``{"count", "mean", "var", "last_seen"}``;
-* a PAACDS model ``{"W", "active", "h", "h_n", "h_mean", "h_var"}``.
+* a PAACDS model ``{"W", "b", "active", "h", "h_n", "h_mean", "h_var"}``
+  (``b``: one bias per row, the optional intercept).
 
 Sums over an instance run in the instance's order and sums over the model in
 slot order (Python ``sum`` is left to right): that is the plain reading, and
@@ -160,12 +161,12 @@ def confidences(slots, active, h):
 
 
 def scores(slots, z, model):
-    """``(p_s * W[c, shared] . z_shared for every row c, p_s)``."""
-    W, active = model["W"], model["active"]
+    """``(p_s * W[c, shared] . z_shared + b[c] for every row c, p_s)``."""
+    W, b, active = model["W"], model["b"], model["active"]
     p_s, _ = confidences(slots, active, model["h"])
     out = np.array(
         [
-            p_s * sum(W[c, s] * zj for s, zj in zip(slots, z) if _is_shared(s, active))
+            p_s * sum(W[c, s] * zj for s, zj in zip(slots, z) if _is_shared(s, active)) + b[c]
             for c in range(W.shape[0])
         ]
     )
@@ -229,19 +230,23 @@ def _tau(loss, denom, C, variant_i):
     return 0.0 if denom <= 0.0 else min(C, loss / denom)
 
 
-def learn_binary(slots, z, y, model, C, variant_i):
+def learn_binary(slots, z, y, model, C, variant_i, learn_intercept=False):
     """PAACDS / PAACDS-I update for y in {-1, +1} with the current model.
     Returns ``(new_model, updated)``, updated meaning the loss was positive
-    (ALGORITHMS.md step 5; step 6 sparsifies after each such update)."""
+    (ALGORITHMS.md step 5; step 6 sparsifies after each such update).
+    The margin includes the bias b; with ``learn_intercept`` the bias is a
+    constant feature 1, always shared and not weighted by p_s: its square
+    adds 1 to the denominator and it moves by ``tau y``."""
     model = _copy(model)
-    W, active = model["W"], model["active"]
+    W, b, active = model["W"], model["b"], model["active"]
     p_s, p_n = confidences(slots, active, model["h"])
-    q = p_s * sum(W[0, s] * zj for s, zj in zip(slots, z) if active[s])
+    q = p_s * sum(W[0, s] * zj for s, zj in zip(slots, z) if active[s]) + b[0]
     loss = max(0.0, 1.0 - y * q)
     if loss <= 0.0:
         return model, False
     norm_s, norm_n = _norms(slots, z, active)
-    tau = _tau(loss, p_s**2 * norm_s + p_n**2 * norm_n, C, variant_i)
+    bias_sq = 1.0 if learn_intercept else 0.0
+    tau = _tau(loss, p_s**2 * norm_s + p_n**2 * norm_n + bias_sq, C, variant_i)
     new = [not active[s] for s in slots]
     for s, zj, is_new in zip(slots, z, new):
         if is_new:
@@ -249,15 +254,19 @@ def learn_binary(slots, z, y, model, C, variant_i):
         else:
             W[0, s] += tau * p_s * y * zj
     active[slots] = True
+    if learn_intercept:
+        b[0] += tau * y
     return model, True
 
 
-def learn_multiclass(slots, z, y, n_known, model, C, variant_i):
+def learn_multiclass(slots, z, y, n_known, model, C, variant_i, learn_intercept=False):
     """Crammer's multiclass PA on the shared/new split: row y toward z, the
     best-scoring other row r (among the known classes plus one unused row)
-    away.  Returns ``(new_model, updated, scores)``."""
+    away.  With ``learn_intercept`` each row's bias is a constant feature 1
+    (in both rows of the update, so it adds 2 to the denominator):
+    ``b[y] += tau``, ``b[r] -= tau``.  Returns ``(new_model, updated, scores)``."""
     model = _copy(model)
-    W, active = model["W"], model["active"]
+    W, b, active = model["W"], model["b"], model["active"]
     out, p_s = scores(slots, z, model)
     p_n = 1.0 - p_s
     others = [c for c in range(min(n_known + 1, W.shape[0])) if c != y]
@@ -268,7 +277,8 @@ def learn_multiclass(slots, z, y, n_known, model, C, variant_i):
     if loss <= 0.0:
         return model, False, out
     norm_s, norm_n = _norms(slots, z, active)
-    tau = _tau(loss, 2.0 * (p_s**2 * norm_s + p_n**2 * norm_n), C, variant_i)
+    bias_sq = 1.0 if learn_intercept else 0.0
+    tau = _tau(loss, 2.0 * (p_s**2 * norm_s + p_n**2 * norm_n + bias_sq), C, variant_i)
     for s, zj in zip(slots, z):
         if active[s]:
             W[y, s] += tau * p_s * zj
@@ -277,6 +287,9 @@ def learn_multiclass(slots, z, y, n_known, model, C, variant_i):
             W[y, s] = tau * p_n * zj
             W[r, s] = -tau * p_n * zj
     active[slots] = True
+    if learn_intercept:
+        b[y] += tau
+        b[r] -= tau
     return model, True, out
 
 

@@ -25,6 +25,12 @@ LEARNERS = [
     ("PAACDS", lambda: edgelearn.PAACDS(target_query_rate=0.3, seed=3), lambda v: v > 0),
     ("PAACDS-I-lam", lambda: edgelearn.PAACDS(variant="PAACDS-I", lam=3.0, B=0.5, seed=4), lambda v: int(v > 0)),
     ("PAACDS-3", lambda: edgelearn.PAACDS(n_classes=3, seed=5), lambda v: "low" if v < -0.5 else ("mid" if v < 0.5 else "high")),
+    ("PAACDS-intercept", lambda: edgelearn.PAACDS(learn_intercept=True, target_query_rate=0.3, seed=6), lambda v: v > 0.3),
+    (
+        "PAACDS-I-3-intercept",
+        lambda: edgelearn.PAACDS(variant="PAACDS-I", n_classes=3, learn_intercept=True, lam=3.0, seed=7),
+        lambda v: "low" if v < -0.5 else ("mid" if v < 0.5 else "high"),
+    ),
 ]
 IDS = [name for name, _, _ in LEARNERS]
 
@@ -88,6 +94,7 @@ BAD_PARAMS = {
         ("delta", 0.5, ValueError), ("variant", "PAACDS-II", ValueError), ("target_query_rate", 0, ValueError),
         ("capacity", 2.5, TypeError), ("max_weights", 0, ValueError), ("n_classes", 1, ValueError),
         ("seed", -1, ValueError), ("h_halflife", 0, ValueError), ("budget_gain", True, TypeError),
+        ("learn_intercept", 1, TypeError),
     ],
 }
 

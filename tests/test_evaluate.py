@@ -26,6 +26,17 @@ CASES = [
     ("PAACDS-budget", lambda: edgelearn.PAACDS(target_query_rate=0.2, seed=2), None),
     ("PAACDS-I-lam-evict", lambda: edgelearn.PAACDS(variant="PAACDS-I", lam=4.0, capacity=6, evict_after=2, seed=3), None),
     ("PAACDS-multiclass", lambda: edgelearn.PAACDS(n_classes=4, target_query_rate=0.3, seed=4), ["a", "b", "c", "d"]),
+    ("PAACDS-intercept", lambda: edgelearn.PAACDS(learn_intercept=True, target_query_rate=0.2, seed=5), None),
+    (
+        "PAACDS-I-intercept-lam-evict",
+        lambda: edgelearn.PAACDS(variant="PAACDS-I", learn_intercept=True, lam=4.0, capacity=6, evict_after=2, seed=6),
+        None,
+    ),
+    (
+        "PAACDS-multiclass-intercept",
+        lambda: edgelearn.PAACDS(n_classes=4, learn_intercept=True, target_query_rate=0.3, seed=7),
+        ["a", "b", "c", "d"],
+    ),
     ("PA-raw", lambda: edgelearn.PA(standardize=False), None),
     ("PA-II-z-evict", lambda: edgelearn.PA(mode=2, capacity=5, evict_after=3), None),
 ]

@@ -53,6 +53,7 @@ def random_stats(rng, capacity):
 def new_model(capacity, rows):
     return {
         "W": np.zeros((rows, capacity)),
+        "b": np.zeros(rows),
         "active": np.zeros(capacity, dtype=np.bool_),
         "h": np.ones(capacity),
         "h_n": np.zeros(capacity, dtype=np.int64),
@@ -61,14 +62,15 @@ def new_model(capacity, rows):
     }
 
 
-def random_model(rng, capacity, rows, p_active=0.5, n_slots=None):
+def random_model(rng, capacity, rows, p_active=0.5, n_slots=None, bias=False):
     """A reachable model: inactive slots carry zero weights (the kernels sum
-    over them branch-free, relying on that)."""
+    over them branch-free, relying on that); biases 0 unless ``bias``."""
     active = rng.random(capacity) < p_active
     if n_slots is not None:
         active[n_slots:] = False
     return {
         "W": rng.normal(size=(rows, capacity)) * active,
+        "b": rng.normal(size=rows) if bias else np.zeros(rows),
         "active": active,
         "h": rng.uniform(0.05, 2.0, size=capacity),
         "h_n": rng.integers(0, 40, size=capacity).astype(np.int64),
@@ -341,7 +343,7 @@ def test_scores_matches(rows):
         if rng.random() < 0.1:
             model["h"][:] = 0.0
         out = np.full(rows, np.nan)
-        p_s = K.scores(slots, z, k, model["W"], model["active"], model["h"], out)
+        p_s = K.scores(slots, z, k, model["W"], model["b"], model["active"], model["h"], out)
         expected, p_ref = naive.scores(slots, z, model)
         assert p_s == pytest.approx(p_ref, rel=RTOL, abs=0.0)
         close(out, expected)
@@ -418,7 +420,7 @@ def test_observe_scores_is_observe_then_score_then_inform(rows, forget):
         out = np.full(rows, np.nan)
         p_s = K.observe_scores(
             slots, vals, k, got_stats["count"], got_stats["mean"], got_stats["var"], got_stats["last_seen"],
-            t, forget, 1e-8, 4.0, got_model["W"], got_model["active"], got_model["h"], got_model["h_n"],
+            t, forget, 1e-8, 4.0, got_model["W"], got_model["b"], got_model["active"], got_model["h"], got_model["h_n"],
             got_model["h_mean"], got_model["h_var"], h_forget, 5.0, out,
         )
         z, expected_out, p_ref, stats_ref, model_ref = naive.observe_scores(
@@ -465,11 +467,11 @@ def test_adapt_delta_matches():
 # -- PAACDS: learning -------------------------------------------------------------------
 
 
-def _learn_binary_case(rng, capacity, model, k, variant_i, C, y):
+def _learn_binary_case(rng, capacity, model, k, variant_i, C, y, learn_intercept=False):
     slots, z = instance(rng, capacity, k)
     got = copy_state(model)
-    changed = K.learn_binary(slots, z, k, y, got["W"], got["active"], got["h"], C, variant_i)
-    expected, changed_ref = naive.learn_binary(slots, z, y, model, C, variant_i)
+    changed = K.learn_binary(slots, z, k, y, got["W"], got["b"], got["active"], got["h"], C, variant_i, learn_intercept)
+    expected, changed_ref = naive.learn_binary(slots, z, y, model, C, variant_i, learn_intercept)
     assert bool(changed) == changed_ref
     assert_state(got, expected)
     return got
@@ -498,7 +500,7 @@ def test_learn_binary_edges():
     model = new_model(4, 1)
     slots = np.array([2, 0], dtype=np.int32)
     z = np.array([0.5, -1.0])
-    assert K.learn_binary(slots, z, 2, -1.0, model["W"], model["active"], model["h"], 1.0, False)
+    assert K.learn_binary(slots, z, 2, -1.0, model["W"], model["b"], model["active"], model["h"], 1.0, False, False)
     tau = min(1.0, 1.0 / 1.25)
     close(model["W"][0], [tau, 0.0, -0.5 * tau, 0.0])
     assert model["active"].tolist() == [True, False, True, False]
@@ -507,11 +509,11 @@ def test_learn_binary_edges():
     model["W"][0] = [2.0, 0.0]
     model["active"][0] = True
     before = copy_state(model)
-    assert not K.learn_binary(slots[1:], np.array([1.0]), 1, 1.0, model["W"], model["active"], model["h"], 1.0, False)
+    assert not K.learn_binary(slots[1:], np.array([1.0]), 1, 1.0, model["W"], model["b"], model["active"], model["h"], 1.0, False, False)
     assert_state(model, before)
     # new slots whose z is 0 (fewer than 2 observations) still join the model
     model = new_model(3, 1)
-    assert K.learn_binary(np.array([1], dtype=np.int32), np.array([0.0]), 1, 1.0, model["W"], model["active"], model["h"], 1.0, False)
+    assert K.learn_binary(np.array([1], dtype=np.int32), np.array([0.0]), 1, 1.0, model["W"], model["b"], model["active"], model["h"], 1.0, False, False)
     assert model["active"].tolist() == [False, True, False] and np.all(model["W"] == 0.0)
 
 
@@ -530,7 +532,7 @@ def test_learn_multiclass_matches(variant_i):
         C = float(rng.choice([0.05, 1.0, 20.0]))
         got = copy_state(model)
         out = np.full(rows, np.nan)
-        changed = K.learn_multiclass(slots, z, k, y, n_known, got["W"], got["active"], got["h"], C, variant_i, out)
+        changed = K.learn_multiclass(slots, z, k, y, n_known, got["W"], got["b"], got["active"], got["h"], C, variant_i, False, out)
         expected, changed_ref, out_ref = naive.learn_multiclass(slots, z, y, n_known, model, C, variant_i)
         assert bool(changed) == changed_ref
         assert_state(got, expected)
@@ -542,11 +544,11 @@ def test_learn_multiclass_edges():
     slots = np.array([0, 3], dtype=np.int32)
     # n_known 0: no other row to push away
     model = new_model(4, 3)
-    assert not K.learn_multiclass(slots, z, 2, 0, 0, model["W"], model["active"], model["h"], 1.0, False, np.zeros(3))
+    assert not K.learn_multiclass(slots, z, 2, 0, 0, model["W"], model["b"], model["active"], model["h"], 1.0, False, False, np.zeros(3))
     assert not model["active"].any()
     # n_known 1: the stand-in row 1 is pushed away, row 2 untouched
     model = new_model(4, 3)
-    assert K.learn_multiclass(slots, z, 2, 0, 1, model["W"], model["active"], model["h"], 1.0, False, np.zeros(3))
+    assert K.learn_multiclass(slots, z, 2, 0, 1, model["W"], model["b"], model["active"], model["h"], 1.0, False, False, np.zeros(3))
     tau = min(1.0, 1.0 / (2 * 5.0))
     close(model["W"][0], [tau, 0, 0, -2 * tau])
     close(model["W"][1], [-tau, 0, 0, 2 * tau])
@@ -554,9 +556,155 @@ def test_learn_multiclass_edges():
     # all rows known: the runner-up among the others, lowest on ties
     model = new_model(4, 3)
     expected, _, _ = naive.learn_multiclass(slots, z, 2, 3, model, 1.0, True)
-    K.learn_multiclass(slots, z, 2, 2, 3, model["W"], model["active"], model["h"], 1.0, True, np.zeros(3))
+    K.learn_multiclass(slots, z, 2, 2, 3, model["W"], model["b"], model["active"], model["h"], 1.0, True, False, np.zeros(3))
     assert_state(model, expected)
     assert np.any(model["W"][0] != 0.0) and np.all(model["W"][1] == 0.0)
+
+
+# -- PAACDS: intercept -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows", [1, 4])
+def test_scores_add_the_bias(rows):
+    for rng in seeds(40, 30):
+        capacity = 8
+        model = random_model(rng, capacity, rows, p_active=rng.choice([0.0, 0.5, 1.0]), bias=True)
+        k = int(rng.integers(0, capacity + 1))
+        slots, z = instance(rng, capacity, k)
+        if rng.random() < 0.3:
+            slots = _unknown(rng, slots)
+        out = np.full(rows, np.nan)
+        K.scores(slots, z, k, model["W"], model["b"], model["active"], model["h"], out)
+        expected, _ = naive.scores(slots, z, model)
+        close(out, expected)
+        # the bias is added after the p_s weighting: an empty instance scores b
+        K.scores(slots[:0], z[:0], 0, model["W"], model["b"], model["active"], model["h"], out)
+        assert out.tolist() == model["b"].tolist()
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_observe_scores_adds_the_bias(rows):
+    for rng in seeds(30, 31):
+        capacity = 9
+        stats = random_stats(rng, capacity)
+        model = random_model(rng, capacity, rows, p_active=rng.choice([0.0, 0.5, 1.0]), bias=True)
+        k = int(rng.integers(0, capacity + 1))
+        slots, values = instance(rng, capacity, k, scale=3.0)
+        got_stats, got_model = copy_state(stats), copy_state(model)
+        vals = values.copy()
+        out = np.full(rows, np.nan)
+        K.observe_scores(
+            slots, vals, k, got_stats["count"], got_stats["mean"], got_stats["var"], got_stats["last_seen"],
+            5, 0.0, 1e-8, 4.0, got_model["W"], got_model["b"], got_model["active"], got_model["h"],
+            got_model["h_n"], got_model["h_mean"], got_model["h_var"], 0.02, 5.0, out,
+        )
+        z, expected_out, _, stats_ref, model_ref = naive.observe_scores(
+            slots, values, stats, 5, 0.0, 1e-8, 4.0, model, 0.02, 5.0
+        )
+        close(vals, z)
+        close(out, expected_out)
+        assert_state(got_model, model_ref)
+
+
+@pytest.mark.parametrize("variant_i", [False, True])
+@pytest.mark.parametrize("learn_intercept", [False, True])
+@pytest.mark.parametrize("p_active", [0.0, 0.5, 1.0])
+def test_learn_binary_with_bias_matches(variant_i, learn_intercept, p_active):
+    for rng in seeds(40, 32):
+        capacity = 10
+        model = random_model(rng, capacity, 1, p_active=p_active, bias=True)
+        if rng.random() < 0.15:
+            model["h"][:] = 0.0
+        k = int(rng.integers(0, capacity + 1))
+        C = float(rng.choice([0.01, 1.0, 100.0]))
+        y = float(rng.choice([-1.0, 1.0]))
+        got = _learn_binary_case(rng, capacity, model, k, variant_i, C, y, learn_intercept)
+        if not learn_intercept:  # a given bias is used but never moved
+            assert got["b"].tolist() == model["b"].tolist()
+
+
+def test_learn_binary_bias_edges():
+    # an empty instance: only the bias can move, by tau y with tau = min(C, 1 / 1)
+    model = new_model(3, 1)
+    empty = np.zeros(0, dtype=np.int32)
+    assert K.learn_binary(empty, np.zeros(0), 0, -1.0, model["W"], model["b"], model["active"], model["h"], 1.0, False, True)
+    assert model["b"].tolist() == [-1.0] and not model["active"].any()
+    # PAACDS-I: tau = min(C, l / (1 + 1/(2C))); margin -1 for y = +1 gives l = 2
+    model = new_model(3, 1)
+    model["b"][0] = -1.0
+    K.learn_binary(empty, np.zeros(0), 0, 1.0, model["W"], model["b"], model["active"], model["h"], 10.0, True, True)
+    assert model["b"][0] == pytest.approx(-1.0 + 2.0 / 1.05, rel=RTOL)
+    # the bias is a shared feature of value 1: all-new z = (0.5, -1) on an
+    # empty model, y = -1, loss 1, tau = min(C, 1 / (1.25 + 1))
+    model = new_model(4, 1)
+    slots = np.array([2, 0], dtype=np.int32)
+    z = np.array([0.5, -1.0])
+    assert K.learn_binary(slots, z, 2, -1.0, model["W"], model["b"], model["active"], model["h"], 1.0, False, True)
+    tau = 1.0 / 2.25
+    close(model["W"][0], [tau, 0.0, -0.5 * tau, 0.0])
+    close(model["b"], [-tau])
+    # after the step the margin of that instance moved toward y: q = p_s w.z + b
+    out = np.zeros(1)
+    K.scores(slots, z, 2, model["W"], model["b"], model["active"], model["h"], out)
+    assert out[0] < 0.0
+    # a margin >= 1 from the bias alone: no update
+    model = new_model(2, 1)
+    model["b"][0] = 1.5
+    assert not K.learn_binary(slots[1:], np.array([0.7]), 1, 1.0, model["W"], model["b"], model["active"], model["h"], 1.0, False, True)
+    assert model["b"][0] == 1.5 and not model["active"].any()
+
+
+@pytest.mark.parametrize("variant_i", [False, True])
+@pytest.mark.parametrize("learn_intercept", [False, True])
+def test_learn_multiclass_with_bias_matches(variant_i, learn_intercept):
+    rows = 4
+    for rng in seeds(60, 33):
+        capacity = 9
+        model = random_model(rng, capacity, rows, p_active=rng.choice([0.0, 0.5, 1.0]), bias=True)
+        n_known = int(rng.choice([0, 1, 2, rows]))
+        y = 0 if n_known == 0 else int(rng.integers(0, n_known))
+        k = int(rng.integers(0, capacity + 1))
+        slots, z = instance(rng, capacity, k)
+        C = float(rng.choice([0.05, 1.0, 20.0]))
+        got = copy_state(model)
+        out = np.full(rows, np.nan)
+        changed = K.learn_multiclass(
+            slots, z, k, y, n_known, got["W"], got["b"], got["active"], got["h"], C, variant_i, learn_intercept, out
+        )
+        expected, changed_ref, out_ref = naive.learn_multiclass(slots, z, y, n_known, model, C, variant_i, learn_intercept)
+        assert bool(changed) == changed_ref
+        assert_state(got, expected)
+        close(out, out_ref)
+        # the update moves the biases by +tau and -tau: their sum is kept
+        assert got["b"].sum() == pytest.approx(model["b"].sum(), abs=1e-12)
+
+
+def test_learn_multiclass_bias_edges():
+    # empty instance, one known class: row 0 gets +tau, the stand-in row 1
+    # -tau, tau = min(C, 1 / (2 * 1)); row 2 untouched
+    model = new_model(3, 3)
+    empty = np.zeros(0, dtype=np.int32)
+    assert K.learn_multiclass(empty, np.zeros(0), 0, 0, 1, model["W"], model["b"], model["active"], model["h"], 1.0, False, True, np.zeros(3))
+    assert model["b"].tolist() == [0.5, -0.5, 0.0]
+    # with features: denominator 2 (||z||^2 + 1)
+    model = new_model(4, 3)
+    slots = np.array([0, 3], dtype=np.int32)
+    z = np.array([1.0, -2.0])
+    K.learn_multiclass(slots, z, 2, 0, 1, model["W"], model["b"], model["active"], model["h"], 1.0, False, True, np.zeros(3))
+    tau = 1.0 / (2 * 6.0)
+    close(model["W"][0], [tau, 0, 0, -2 * tau])
+    close(model["b"], [tau, -tau, 0.0])
+
+
+def test_sparsify_and_forget_leave_the_bias_alone():
+    rng = np.random.default_rng(34)
+    for rows in (1, 3):
+        model = random_model(rng, 8, rows, p_active=1.0, bias=True)
+        before = model["b"].copy()
+        idx_buf, score_buf = K.allocate_scratch(8)
+        K.sparsify(model["W"], model["active"], model["h"], 8, 0.1, 0.25, 8, idx_buf, score_buf)
+        K.forget_slot(3, model["W"], model["active"], model["h"], model["h_n"], model["h_mean"], model["h_var"])
+        assert model["b"].tolist() == before.tolist()
 
 
 # -- PAACDS: sparsity -------------------------------------------------------------------
@@ -714,18 +862,22 @@ def test_pa_forget_slot():
 
 
 SEQUENCE_CASES = [
-    # rows, channel forget, variant_i, lam, B, max_weights, target query rate
-    (1, 0.0, False, 0.0, 0.64, 16, 0.0),
-    (1, 0.02, True, 2.0, 0.64, 16, 0.2),
-    (1, 0.0, False, 0.5, 0.9, 4, 0.0),
-    (4, 0.02, False, 3.0, 0.8, 16, 0.3),
-    (4, 0.0, True, 0.0, 0.64, 5, 0.0),
+    # rows, channel forget, variant_i, lam, B, max_weights, target query rate, learn_intercept
+    (1, 0.0, False, 0.0, 0.64, 16, 0.0, False),
+    (1, 0.02, True, 2.0, 0.64, 16, 0.2, False),
+    (1, 0.0, False, 0.5, 0.9, 4, 0.0, False),
+    (4, 0.02, False, 3.0, 0.8, 16, 0.3, False),
+    (4, 0.0, True, 0.0, 0.64, 5, 0.0, False),
+    (1, 0.0, False, 0.5, 0.64, 16, 0.2, True),
+    (1, 0.02, True, 0.0, 0.9, 4, 0.0, True),
+    (4, 0.02, False, 3.0, 0.8, 16, 0.3, True),
+    (4, 0.0, True, 0.0, 0.64, 5, 0.0, True),
 ]
 
 
 @pytest.mark.parametrize("case", SEQUENCE_CASES)
 def test_stream_of_kernels_equals_stream_of_references(case):
-    rows, forget, variant_i, lam, B, max_weights, target = case
+    rows, forget, variant_i, lam, B, max_weights, target, bias = case
     rng = np.random.default_rng([SEQUENCE_CASES.index(case), 2024])
     capacity, d, steps = 16, 12, 300
     eps, z_max, k0, C, gain = 1e-8, 4.0, 5.0, 1.0, 0.5
@@ -765,7 +917,7 @@ def test_stream_of_kernels_equals_stream_of_references(case):
         z_k = values.copy()
         p_k = K.observe_scores(
             slots, z_k, k, stats_k["count"], stats_k["mean"], stats_k["var"], stats_k["last_seen"], t, forget,
-            eps, z_max, model_k["W"], model_k["active"], model_k["h"], model_k["h_n"], model_k["h_mean"],
+            eps, z_max, model_k["W"], model_k["b"], model_k["active"], model_k["h"], model_k["h_n"], model_k["h_mean"],
             model_k["h_var"], h_forget, k0, out,
         )
         z_r, out_r, p_r, stats_r, model_r = naive.observe_scores(
@@ -793,14 +945,17 @@ def test_stream_of_kernels_equals_stream_of_references(case):
         if ask:
             asked_total += 1
             if rows == 1:
-                changed = K.learn_binary(slots, z_k, k, y_bin, model_k["W"], model_k["active"], model_k["h"], C, variant_i)
-                model_r, changed_r = naive.learn_binary(slots, z_r, y_bin, model_r, C, variant_i)
+                changed = K.learn_binary(
+                    slots, z_k, k, y_bin, model_k["W"], model_k["b"], model_k["active"], model_k["h"], C, variant_i, bias
+                )
+                model_r, changed_r = naive.learn_binary(slots, z_r, y_bin, model_r, C, variant_i, bias)
             else:
                 n_known = max(n_known, y_cls + 1)  # classes indexed in order of appearance, roughly
                 changed = K.learn_multiclass(
-                    slots, z_k, k, y_cls, n_known, model_k["W"], model_k["active"], model_k["h"], C, variant_i, out
+                    slots, z_k, k, y_cls, n_known, model_k["W"], model_k["b"], model_k["active"], model_k["h"], C,
+                    variant_i, bias, out,
                 )
-                model_r, changed_r, _ = naive.learn_multiclass(slots, z_r, y_cls, n_known, model_r, C, variant_i)
+                model_r, changed_r, _ = naive.learn_multiclass(slots, z_r, y_cls, n_known, model_r, C, variant_i, bias)
             assert bool(changed) == changed_r, f"step {t}"
             if changed:
                 K.sparsify(model_k["W"], model_k["active"], model_k["h"], n_slots, lam, B, max_weights, idx_buf, score_buf)
@@ -816,3 +971,5 @@ def test_stream_of_kernels_equals_stream_of_references(case):
     # the stream exercised what it is meant to
     assert 0 < asked_total < steps or target == 0.0
     assert model_k["active"].any()
+    # the bias moved only if it is learned, and sparsity never touched it
+    assert np.any(model_k["b"] != 0.0) == bias

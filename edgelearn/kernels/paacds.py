@@ -4,6 +4,8 @@ Model arrays, all of fixed size ``capacity`` (slots) and ``rows`` (1 for a
 binary model, ``n_classes`` otherwise):
 
 * ``W[rows, capacity]`` weights; ``active[capacity]`` the slot is in the model;
+* ``b[rows]`` one bias per row (the optional intercept; all 0 and never
+  moved when the learner has none, so adding it changes no score);
 * ``h[capacity]`` each slot's information, and the short-horizon statistics
   it is computed from: ``h_n`` (observations), ``h_mean``, ``h_var``.
 
@@ -44,8 +46,9 @@ def confidences(slots, k, active, h):
 
 
 @jit
-def scores(slots, z, k, W, active, h, out):
-    """Write ``p_s * W[c, s] . z_s`` for every row c into ``out``; return p_s."""
+def scores(slots, z, k, W, b, active, h, out):
+    """Write ``p_s * W[c, s] . z_s + b[c]`` for every row c into ``out``;
+    return p_s."""
     p_s, _ = confidences(slots, k, active, h)
     for c in range(W.shape[0]):
         acc = 0.0
@@ -53,7 +56,7 @@ def scores(slots, z, k, W, active, h, out):
             s = slots[j]
             if s >= 0 and active[s]:
                 acc += W[c, s] * z[j]
-        out[c] = p_s * acc
+        out[c] = p_s * acc + b[c]
     return p_s
 
 
@@ -97,7 +100,7 @@ def information_one(s, z, h, h_n, h_mean, h_var, forget, k0):
 @jit
 def observe_scores(
     slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
-    W, active, h, h_n, h_mean, h_var, h_forget, k0, out,
+    W, b, active, h, h_n, h_mean, h_var, h_forget, k0, out,
 ):
     """The per-instance step of an active learner in one pass: observe the
     channels and standardize ``values`` in place, score every row into
@@ -138,7 +141,7 @@ def observe_scores(
     if rows == 1:
         out[0] = acc
     for c in range(rows):
-        out[c] *= p_s
+        out[c] = out[c] * p_s + b[c]
     return p_s
 
 
@@ -174,6 +177,7 @@ def _norms(slots, z, k, active):
 
 @jit
 def _step(loss, denom, C, variant_i):
+    # ``denom`` already holds the intercept's share when there is one.
     if variant_i:
         denom += 0.5 / C
     if denom <= 0.0:
@@ -182,10 +186,12 @@ def _step(loss, denom, C, variant_i):
 
 
 @jit
-def learn_binary(slots, z, k, y, W, active, h, C, variant_i):
+def learn_binary(slots, z, k, y, W, b, active, h, C, variant_i, learn_intercept):
     """One PAACDS update for a label ``y`` in {-1, +1}; True if it changed
     the weights.  Shared slots move by ``tau p_s y z``; new slots start at
-    ``tau p_n y z`` and join the model."""
+    ``tau p_n y z`` and join the model.  With ``learn_intercept`` the bias
+    is a constant feature of value 1, always shared and never scaled by
+    ``p_s``: it moves by ``tau y`` and adds 1 to the step's denominator."""
     # One pass gathers what confidences(), scores() and the norms need,
     # summing in the same order they do.
     total = 0.0
@@ -212,22 +218,30 @@ def learn_binary(slots, z, k, y, W, active, h, C, variant_i):
     else:
         p_s = 0.0
     p_n = 1.0 - p_s
-    loss = 1.0 - y * (p_s * acc)
+    loss = 1.0 - y * (p_s * acc + b[0])
     if loss <= 0.0:
         return False
-    tau = _step(loss, p_s * p_s * norm_s + p_n * p_n * norm_n, C, variant_i)
+    denom = p_s * p_s * norm_s + p_n * p_n * norm_n
+    if learn_intercept:
+        denom += 1.0
+    tau = _step(loss, denom, C, variant_i)
     for j in range(k):
         s = slots[j]
         W[0, s] = W[0, s] + tau * p_s * y * z[j] if active[s] else tau * p_n * y * z[j]
         active[s] = True
+    if learn_intercept:
+        b[0] += tau * y
     return True
 
 
 @jit
-def learn_multiclass(slots, z, k, y, n_known, W, active, h, C, variant_i, out):
+def learn_multiclass(slots, z, k, y, n_known, W, b, active, h, C, variant_i, learn_intercept, out):
     """Multiclass PA (Crammer et al. 2006) on PAACDS's shared/new split:
-    class ``y`` moves toward z, the best-scoring other class ``r`` away."""
-    scores(slots, z, k, W, active, h, out)
+    class ``y`` moves toward z, the best-scoring other class ``r`` away.
+    With ``learn_intercept`` each row's bias is its constant feature 1:
+    ``b[y] += tau``, ``b[r] -= tau``, and the denominator becomes
+    ``2 (p_s^2 ||z_s||^2 + p_n^2 ||z_n||^2 + 1)``."""
+    scores(slots, z, k, W, b, active, h, out)
     p_s, p_n = confidences(slots, k, active, h)
     considered = min(n_known + 1, W.shape[0])  # n_known counts y's class
     r = -1
@@ -240,7 +254,10 @@ def learn_multiclass(slots, z, k, y, n_known, W, active, h, C, variant_i, out):
     if loss <= 0.0:
         return False
     norm_s, norm_n = _norms(slots, z, k, active)
-    tau = _step(loss, 2.0 * (p_s * p_s * norm_s + p_n * p_n * norm_n), C, variant_i)
+    denom = p_s * p_s * norm_s + p_n * p_n * norm_n
+    if learn_intercept:
+        denom += 1.0
+    tau = _step(loss, 2.0 * denom, C, variant_i)
     for j in range(k):
         s = slots[j]
         if active[s]:
@@ -252,6 +269,9 @@ def learn_multiclass(slots, z, k, y, n_known, W, active, h, C, variant_i, out):
             W[y, s] = tau * p_n * z[j]
             W[r, s] = -tau * p_n * z[j]
             active[s] = True
+    if learn_intercept:
+        b[y] += tau
+        b[r] -= tau
     return True
 
 

@@ -87,7 +87,7 @@ def n_columns_assigned(col_slot, slot_col, n_assigned):
 def _observe_score_dense(
     X, i, slot_col, slots, vals, k, xs, zs, hs, n_slots,
     count, mean, var, last_seen, t, forget, eps, z_max,
-    W, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+    W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
 ):
     """``paacds.observe_scores`` for a binary model when every slot in use is
     a column: the per-slot updates run over all slots at once, a missing
@@ -107,10 +107,10 @@ def _observe_score_dense(
         v = (1.0 - a) * (var[s] + a * d * d)
         z = ch._z(x, n, m, v, eps, z_max)
         hn = h_n[s] + 1
-        b = h_forget if hn * h_forget >= 1.0 else 1.0 / hn
+        ab = h_forget if hn * h_forget >= 1.0 else 1.0 / hn
         e = z - h_mean[s]
-        hm = h_mean[s] + b * e
-        hv = (1.0 - b) * (h_var[s] + b * e * e)
+        hm = h_mean[s] + ab * e
+        hv = (1.0 - ab) * (h_var[s] + ab * e * e)
         hs[s] = h[s]
         zs[s] = z
         count[s] = n if present else count[s]
@@ -140,15 +140,15 @@ def _observe_score_dense(
         p_s = n_shared / k
     else:
         p_s = 0.0
-    scores[0] = acc * p_s
+    scores[0] = acc * p_s + b[0]
 
 
 @jit
 def paacds_loop(
     X, y, active_learning, col_slot, slot_col, changed, counters,
     count, mean, var, last_seen, forget, eps, z_max, evict_after,
-    W, active, h, h_n, h_mean, h_var, h_forget, k0, rng_state, delta,
-    target, gain, C, variant_i, lam, B, max_weights,
+    W, b, active, h, h_n, h_mean, h_var, h_forget, k0, rng_state, delta,
+    target, gain, C, variant_i, learn_intercept, lam, B, max_weights,
     code_class, class_code, n_known, scores, idx_buf, score_buf,
     pred, margin_out, asked_out,
 ):
@@ -156,7 +156,8 @@ def paacds_loop(
     otherwise y holds label codes, ``code_class`` maps a code to its class
     row (-1 until learned) and ``class_code`` back.  Writes predictions (+1/-1
     or a class row, -1 for none), margins and query decisions; returns the
-    final (delta, n_known).  y is float64 either way (one compiled loop)."""
+    final (delta, n_known).  ``b`` holds one bias per row (all 0 and left
+    alone unless ``learn_intercept``).  y is float64 either way (one compiled loop)."""
     n = X.shape[0]
     rows = W.shape[0]
     binary = rows == 1
@@ -189,12 +190,12 @@ def paacds_loop(
             _observe_score_dense(
                 X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
                 count, mean, var, last_seen, counters[T], forget, eps, z_max,
-                W, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
             )
         else:
             pk.observe_scores(
                 slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
-                W, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
             )
         counters[T] += 1
         if binary:
@@ -211,7 +212,7 @@ def paacds_loop(
         asked_out[i] = ask
         if ask or not active_learning:
             if binary:
-                changed_w = pk.learn_binary(slots, vals, k, y[i], W, active, h, C, variant_i)
+                changed_w = pk.learn_binary(slots, vals, k, y[i], W, b, active, h, C, variant_i, learn_intercept)
             else:
                 code = int(y[i])
                 c = code_class[code]
@@ -221,7 +222,7 @@ def paacds_loop(
                     class_code[c] = code
                     n_known += 1
                 changed_w = pk.learn_multiclass(
-                    slots, vals, k, c, n_known, W, active, h, C, variant_i, scores
+                    slots, vals, k, c, n_known, W, b, active, h, C, variant_i, learn_intercept, scores
                 )
             if changed_w:
                 pk.sparsify(W, active, h, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_choice, check_number
+from .._validation import check_bool, check_choice, check_number
 from ..kernels import paacds as K
 from ..kernels.rng import new_state
 from .base import Decision, Learner, binary_sign, load_arrays
@@ -60,6 +60,9 @@ class PAACDS(Learner):
         A channel absent for this many instances may give its slot away.
     budget_gain
         Speed of the ``target_query_rate`` control.
+    learn_intercept
+        Learn a bias ``b`` (one per class row): ``q = p_s * w_s . z_s + b``.
+        Off by default: the paper's model has no intercept.
 
     Decisions this page makes beyond ALGORITHMS.md: prediction uses each
     channel's information *before* the instance is folded in (a new channel
@@ -69,8 +72,23 @@ class PAACDS(Learner):
     yet", so a learner that has seen one class still learns and asks less;
     the budget ``lam`` applies to the weights of all rows.
 
-    Memory bound: ``8 * capacity * (rows + 6) + capacity`` bytes for the model
-    (``rows = 1`` if binary, else ``n_classes``) plus its ChannelSpace.
+    The intercept (``learn_intercept=True``) is also beyond ALGORITHMS.md.
+    The bias is a constant feature of value 1 that every instance shares:
+    it is not scaled by ``p_s``, it moves by ``tau * y`` on a binary update
+    (``b[y] += tau``, ``b[r] -= tau`` on a multiclass one), and it adds 1 to
+    the step's denominator (2 in multiclass, where it is in both rows).
+    That is the exact passive-aggressive step for the augmented vector
+    ``(w, b)``; River's ``PAClassifier`` leaves the 1 out, which makes its
+    step larger than the projection asks for when ``||z||`` is small, and
+    takes no step at all on an instance whose z is all 0 (the first
+    observations of every channel), where ours still moves the bias by a
+    bounded step.  The bias is never sparsified, scaled by ``lam`` or
+    forgotten with a slot.
+
+    Memory bound: ``8 * capacity * (rows + 7) + capacity + 16 * rows + 8``
+    bytes for the model (``rows = 1`` if binary, else ``n_classes``: weights,
+    biases and scores per row; information, its statistics and the
+    sparsity scratch per slot; the generator state) plus its ChannelSpace.
 
     Examples
     --------
@@ -107,6 +125,7 @@ class PAACDS(Learner):
         h_halflife: float = 500.0,
         evict_after: int = 1000,
         budget_gain: float = 0.5,
+        learn_intercept: bool = False,
     ):
         owner = type(self).__name__
         check_number("C", C, owner, 0, None, low_open=True)
@@ -125,6 +144,7 @@ class PAACDS(Learner):
         check_number("h_halflife", h_halflife, owner, 0, None, low_open=True)
         check_number("evict_after", evict_after, owner, 1, None, integer=True)
         check_number("budget_gain", budget_gain, owner, 0, None, low_open=True)
+        check_bool("learn_intercept", learn_intercept, owner)
         self.C = C
         self.B = B
         self.lam = lam
@@ -138,10 +158,12 @@ class PAACDS(Learner):
         self.h_halflife = h_halflife
         self.evict_after = evict_after
         self.budget_gain = budget_gain
+        self.learn_intercept = learn_intercept
 
         self._init_channels(capacity, evict_after)
         rows = 1 if n_classes == 2 else n_classes
         self.W = np.zeros((rows, capacity), dtype=np.float64)
+        self.b = np.zeros(rows, dtype=np.float64)  # stays 0 without learn_intercept
         self.active = np.zeros(capacity, dtype=np.bool_)
         self.h = np.ones(capacity, dtype=np.float64)
         self.h_n = np.zeros(capacity, dtype=np.int64)
@@ -195,7 +217,7 @@ class PAACDS(Learner):
         slots, z = space.claim(x)
         K.observe_scores(
             slots, z, len(slots), space.count, space.mean, space.var, space.last_seen, space.t,
-            space._forget, space.eps, space.z_max, self.W, self.active, self.h, self.h_n,
+            space._forget, space.eps, space.z_max, self.W, self.b, self.active, self.h, self.h_n,
             self.h_mean, self.h_var, self._h_forget, _K0, self._scores,
         )
         space.advance()
@@ -203,7 +225,7 @@ class PAACDS(Learner):
         return Decision(label, score, self._ask(score), slots, z)
 
     def _score(self, slots, z):
-        K.scores(slots, z, len(slots), self.W, self.active, self.h, self._scores)
+        K.scores(slots, z, len(slots), self.W, self.b, self.active, self.h, self._scores)
         return self._label_and_margin()
 
     def _label_and_margin(self):
@@ -232,12 +254,15 @@ class PAACDS(Learner):
         (from :meth:`decide_one`), with the model as it is now."""
         k = len(slots)
         if self.binary:
-            changed = K.learn_binary(slots, z, k, binary_sign(y, "PAACDS"), self.W, self.active, self.h, self.C, self._variant_i)
+            changed = K.learn_binary(
+                slots, z, k, binary_sign(y, "PAACDS"), self.W, self.b, self.active, self.h,
+                self.C, self._variant_i, self.learn_intercept,
+            )
         else:
             index = self._label_index(y)
             changed = K.learn_multiclass(
-                slots, z, k, index, len(self._classes), self.W, self.active, self.h,
-                self.C, self._variant_i, self._scores,
+                slots, z, k, index, len(self._classes), self.W, self.b, self.active, self.h,
+                self.C, self._variant_i, self.learn_intercept, self._scores,
             )
         if changed:
             K.sparsify(
@@ -263,7 +288,7 @@ class PAACDS(Learner):
 
     # -- state ----------------------------------------------------------------
 
-    _LEARNED = ("W", "active", "h", "h_n", "h_mean", "h_var", "rng_state")
+    _LEARNED = ("W", "b", "active", "h", "h_n", "h_mean", "h_var", "rng_state")
 
     def _learned_state(self) -> dict:
         state = {name: getattr(self, name).copy() for name in self._LEARNED}
@@ -272,12 +297,21 @@ class PAACDS(Learner):
         return state
 
     def _load_learned(self, learned: dict) -> None:
-        load_arrays(self, learned, self._LEARNED)
+        # States saved before the intercept existed have no "b": their bias is 0.
+        load_arrays(self, learned, [n for n in self._LEARNED if n != "b" or "b" in learned])
         self._current_delta = float(learned["delta"])
         self._classes = []
         self._class_index = {}
         for label in learned["classes"]:
             self._label_index(label)
+
+    def __repr__(self) -> str:
+        # The paper's model (no intercept) keeps the repr it always had; the
+        # extension shows only when it is switched on.
+        params = self.get_params()
+        if not params["learn_intercept"]:
+            del params["learn_intercept"]
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
 
     def memory_bytes(self) -> int:
         # The class table holds at most n_classes labels; count 64 bytes each.
