@@ -15,7 +15,7 @@ def make_learner(kind: str, params: dict | None = None) -> Learner:
     """Build a learner from a configuration's ``kind`` and parameters.
 
     >>> make_learner("paacds", {"target_query_rate": 0.1})
-    PAACDS(C=1.0, B=0.64, lam=None, delta=1.0, variant='PAACDS', target_query_rate=0.1, capacity=256, max_weights=None, n_classes=2, seed=0, h_halflife=500.0, evict_after=1000, budget_gain=0.5)
+    PAACDS(C=1.0, B=0.64, lam=None, delta=1.0, variant='PAACDS', target_query_rate=0.1, capacity=256, max_weights=None, n_classes=2, seed=0, h_halflife=500.0, evict_after=1000, budget_gain=0.5, learn_intercept=False)
     >>> make_learner("svm")
     Traceback (most recent call last):
     ...

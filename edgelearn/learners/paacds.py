@@ -305,14 +305,6 @@ class PAACDS(Learner):
         for label in learned["classes"]:
             self._label_index(label)
 
-    def __repr__(self) -> str:
-        # The paper's model (no intercept) keeps the repr it always had; the
-        # extension shows only when it is switched on.
-        params = self.get_params()
-        if not params["learn_intercept"]:
-            del params["learn_intercept"]
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
-
     def memory_bytes(self) -> int:
         # The class table holds at most n_classes labels; count 64 bytes each.
         return super().memory_bytes() + (0 if self.binary else 64 * self.n_classes)
