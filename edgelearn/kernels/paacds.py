@@ -23,6 +23,17 @@ from .rng import next_double
 
 
 @jit
+def shared_share(total, shared, n_shared, k):
+    """p_s: the shared slots' share of the instance's information; by count
+    if the information sums to 0; 0 for an empty instance."""
+    if total > 0.0:
+        return shared / total
+    if k > 0:
+        return n_shared / k
+    return 0.0
+
+
+@jit
 def confidences(slots, k, active, h):
     """``(p_s, p_n)``: the shares of the instance's information carried by
     the shared (active) and the new slots."""
@@ -36,12 +47,7 @@ def confidences(slots, k, active, h):
         if s >= 0 and active[s]:
             shared += hs
             n_shared += 1
-    if total > 0.0:
-        p_s = shared / total
-    elif k > 0:
-        p_s = n_shared / k
-    else:
-        p_s = 0.0
+    p_s = shared_share(total, shared, n_shared, k)
     return p_s, 1.0 - p_s
 
 
@@ -132,12 +138,7 @@ def observe_scores(
             for c in range(rows):
                 out[c] += W[c, s] * zj
         information_one(s, zj, h, h_n, h_mean, h_var, h_forget, k0)
-    if total > 0.0:
-        p_s = shared / total
-    elif k > 0:
-        p_s = n_shared / k
-    else:
-        p_s = 0.0
+    p_s = shared_share(total, shared, n_shared, k)
     if rows == 1:
         out[0] = acc
     for c in range(rows):
@@ -211,12 +212,7 @@ def learn_binary(slots, z, k, y, W, b, active, h, C, variant_i, learn_intercept)
         acc += W[0, s] * z[j]
         norm_s += sq if is_active else 0.0
         norm_n += 0.0 if is_active else sq
-    if total > 0.0:
-        p_s = shared / total
-    elif k > 0:
-        p_s = n_shared / k
-    else:
-        p_s = 0.0
+    p_s = shared_share(total, shared, n_shared, k)
     p_n = 1.0 - p_s
     loss = 1.0 - y * (p_s * acc + b[0])
     if loss <= 0.0:

@@ -134,12 +134,7 @@ def _observe_score_dense(
         shared += hs[s] if is_active else 0.0
         n_shared += is_active
         acc += W[0, s] * zj
-    if total > 0.0:
-        p_s = shared / total
-    elif k > 0:
-        p_s = n_shared / k
-    else:
-        p_s = 0.0
+    p_s = pk.shared_share(total, shared, n_shared, k)
     scores[0] = acc * p_s + b[0]
 
 
