@@ -78,6 +78,7 @@ TICK_SECONDS = 0.25
 _STATUS_MIN_INTERVAL_S = 1.0  # status on change, but not more often than this
 _DRAIN_TIMEOUT_S = 60.0
 _FINAL_PUBLISH_TIMEOUT_S = 5.0
+_OUTGOING_WAIT_WHEN_STOPPING_S = 5.0
 _CHECKPOINT_PREFIX = "stream-"
 _CHECKPOINT_SUFFIX = ".ckpt"
 # Per queued message beyond its payload: the tuple, the topic str, the float (bytes).
@@ -771,10 +772,27 @@ class Gateway:
             self._log.warning("worker_error", "%s on topic %.80r: %r", type(exc).__name__,
                               item.topic, exc)
             outputs = ()
+        if outputs and self.bridge.outgoing_full(len(outputs)):
+            self._wait_for_outgoing_room(len(outputs))
         publish = self.bridge.publish
         for out in outputs:
             publish(out.topic, out.payload, out.qos, out.retain)
         self.bridge.ack(item.mid, item.qos)
+
+    def _wait_for_outgoing_room(self, needed: int) -> None:
+        # Holding this message (and its ack) back slows the broker down instead of
+        # dropping predictions. No deadlock: the outbound connection's thread never
+        # waits for the worker. While the broker is away this can last, so the
+        # periodic work (the watchdog above all) goes on; when stopping, wait only
+        # a little, since the drain must end.
+        give_up = self._clock() + _OUTGOING_WAIT_WHEN_STOPPING_S
+        while self.bridge.outgoing_full(needed):
+            now = self._clock()
+            if self._draining.is_set() and now >= give_up:
+                return
+            if now >= self._next_housekeeping:
+                self._housekeeping(now)
+            time.sleep(0.001)
 
     def _housekeeping(self, now: float) -> None:
         self._next_housekeeping = now + TICK_SECONDS
@@ -792,6 +810,8 @@ class Gateway:
             self._next_status = now + self.config.status_interval_s
             self.pipeline.expire_labels()
             self.publish_status("online")
+        if self.bridge.needs_session_resumption() and self.inbound.qsize() == 0:
+            self.bridge.resume_session()
         if now >= self._next_checkpoint:
             self._next_checkpoint = now + self.config.checkpoint_interval_s
             self.checkpoint()

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Publish a data set as live sensor streams over MQTT, with channels that come and go.
+
+Rows of a data set from ``../shared/datasets`` (``edgelearn.datasets.load``) become
+data messages (``{"ts", "seq", "ch", "y"?}``, msgpack, QoS 1) on the data topic of one
+or more streams, at a fixed rate. Channels vanish and reappear as sensors do: each
+message, a present channel goes away with probability ``--drop`` and an absent one
+comes back with probability ``--reappear`` (so an outage lasts ``1 / reappear``
+messages on average); a NaN in the data set is a missing reading as well.
+
+Rows are dealt to streams in turn: with ``--streams N`` and ``--start S``, message
+``seq`` of stream ``i`` is row ``S + seq * N + i``. ``tools/label_oracle.py`` uses the
+same rule to answer label requests from the ground truth, so give both the same
+``--dataset``, ``--streams`` and ``--start``.
+
+``ts`` is the wall-clock time of publishing, so a subscriber to the predictions can
+measure publish-to-prediction latency. A summary is printed as one JSON line at the end.
+
+Example::
+
+    python tools/simulate_sensors.py --broker localhost:1883 --dataset occupancy \\
+        --count 20000 --rate 500 --drop 0.02
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import paho.mqtt.client as paho
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+from edgelearn import datasets  # noqa: E402
+from firmware_bridge.protocol import Topics, check_stream_id, encode_data  # noqa: E402
+
+__all__ = ["channel_outages", "messages", "parse_broker", "main"]
+
+
+def parse_broker(text: str) -> tuple[str, int]:
+    """``"host:port"`` to ``(host, port)``; ``argparse.ArgumentTypeError`` otherwise."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"must be HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def channel_outages(
+    n_rows: int, n_channels: int, drop: float, reappear: float, seed: int
+) -> np.ndarray:
+    """A boolean ``(n_rows, n_channels)`` mask of present channels: a two-state Markov
+    chain per channel (present -> absent with ``drop``, absent -> present with
+    ``reappear``), every channel present at the start."""
+    rng = np.random.default_rng(seed)
+    present = np.ones((n_rows, n_channels), dtype=bool)
+    state = np.ones(n_channels, dtype=bool)
+    draws = rng.random((n_rows, n_channels))
+    for row in range(n_rows):
+        state = np.where(state, draws[row] >= drop, draws[row] < reappear)
+        present[row] = state
+    return present
+
+
+def messages(
+    dataset: str,
+    streams: list[str],
+    start: int = 0,
+    count: int | None = None,
+    drop: float = 0.0,
+    reappear: float = 0.05,
+    with_labels: bool = False,
+    seed: int = 0,
+    loop: bool = False,
+) -> Iterator[tuple[str, int, dict[str, float], object]]:
+    """``(stream, seq, channels, y)`` for the rows of ``dataset`` from ``start``;
+    ``y`` is ``None`` unless ``with_labels``. ``loop`` starts over at the end (seq keeps
+    counting; the row of a seq is then ``(start + seq * N + i) % rows``)."""
+    data = datasets.load(dataset)
+    if data.multilabel:
+        raise ValueError(f"--dataset {dataset!r} is multi-label; pick a single-label one")
+    names = [str(n) for n in data.feature_names]
+    X, y = data.X, data.y.tolist()
+    n_rows = X.shape[0]
+    total = n_rows - start if count is None else count
+    if not loop:
+        total = min(total, (n_rows - start) // len(streams) * len(streams))
+    mask = channel_outages(min(total, n_rows * 4), len(names), drop, reappear, seed)
+    rows_of_mask = mask.shape[0]
+    values = X.tolist()
+    for k in range(total):
+        stream_index = k % len(streams)
+        seq = k // len(streams)
+        row = (start + k) % n_rows
+        present = mask[k % rows_of_mask]
+        channels = {
+            name: v for name, v, keep in zip(names, values[row], present) if keep and v == v
+        }
+        yield streams[stream_index], seq, channels, (y[row] if with_labels else None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Publish a data set from ../shared/datasets as live MQTT sensor "
+        "streams whose channels vanish and reappear.",
+    )
+    parser.add_argument("--broker", type=parse_broker, default=("localhost", 1883),
+                        metavar="HOST:PORT", help="MQTT broker (default: localhost:1883)")
+    parser.add_argument("--dataset", default="occupancy",
+                        help="data set name, see edgelearn.datasets (default: occupancy)")
+    parser.add_argument("--streams", type=int, default=1,
+                        help="number of streams the rows are dealt to (default: 1)")
+    parser.add_argument("--stream-prefix", default="s",
+                        help="stream ids are PREFIX0, PREFIX1, ... (default: s)")
+    parser.add_argument("--start", type=int, default=0, help="first row (default: 0)")
+    parser.add_argument("--count", type=int, default=None,
+                        help="messages to publish in all (default: every row once)")
+    parser.add_argument("--loop", action="store_true",
+                        help="start over at the end of the data set until --count")
+    parser.add_argument("--rate", type=float, default=100.0,
+                        help="messages per second, all streams together; 0 for as fast "
+                        "as possible (default: 100)")
+    parser.add_argument("--drop", type=float, default=0.0,
+                        help="per message, probability that a present channel vanishes "
+                        "(default: 0)")
+    parser.add_argument("--reappear", type=float, default=0.05,
+                        help="per message, probability that a vanished channel comes back "
+                        "(default: 0.05)")
+    parser.add_argument("--with-labels", action="store_true",
+                        help='include the true label as "y" in every data message')
+    parser.add_argument("--qos", type=int, choices=(0, 1, 2), default=1,
+                        help="QoS of the data messages (default: 1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the outages")
+    parser.add_argument("--client-id", default="",
+                        help="MQTT client id (default: a random one)")
+    parser.add_argument("--username", default="", help="MQTT username (default: none)")
+    parser.add_argument("--password", default=None, help="MQTT password")
+    args = parser.parse_args(argv)
+    for name in ("drop", "reappear"):
+        value = getattr(args, name)
+        if not 0.0 <= value <= 1.0:
+            parser.error(f"--{name} must be in [0, 1], got {value}")
+    if args.streams < 1:
+        parser.error(f"--streams must be >= 1, got {args.streams}")
+    if args.rate < 0:
+        parser.error(f"--rate must be >= 0, got {args.rate}")
+    streams = [f"{args.stream_prefix}{i}" for i in range(args.streams)]
+    topics = Topics()
+    for stream in streams:
+        reject = check_stream_id(stream, topics=topics)
+        if reject:
+            parser.error(f"--stream-prefix gives a bad stream id: {reject.detail}")
+    data_topics = {s: topics.data(s) for s in streams}
+
+    acked = threading.Semaphore(0)
+    n_acked = [0]
+
+    def on_publish(client, userdata, mid, reason_code, properties):
+        n_acked[0] += 1
+        acked.release()
+
+    client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=args.client_id,
+                         protocol=paho.MQTTv5)
+    if args.username:
+        client.username_pw_set(args.username, args.password)
+    client.on_publish = on_publish
+    client.max_inflight_messages_set(1000)
+    client.connect(*args.broker)
+    client.loop_start()
+
+    interval = 1.0 / args.rate if args.rate > 0 else 0.0
+    published = 0
+    began = time.monotonic()
+    next_at = began
+    for stream, seq, channels, y in messages(
+        args.dataset, streams, args.start, args.count, args.drop, args.reappear,
+        args.with_labels, args.seed, args.loop,
+    ):
+        if interval:
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            next_at += interval
+        client.publish(data_topics[stream], encode_data(time.time(), seq, channels, y), args.qos)
+        published += 1
+    sent_at = time.monotonic()
+    # Wait for the broker to acknowledge everything (QoS 1/2) before disconnecting.
+    deadline = time.monotonic() + 60
+    while n_acked[0] < published and time.monotonic() < deadline:
+        acked.acquire(timeout=0.5)
+    client.disconnect()
+    client.loop_stop()
+    seconds = sent_at - began
+    print(json.dumps({
+        "published": published,
+        "acknowledged": n_acked[0],
+        "seconds": round(seconds, 3),
+        "rate": round(published / seconds, 1) if seconds > 0 else None,
+        "streams": streams,
+    }))
+    return 0 if n_acked[0] >= published else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
