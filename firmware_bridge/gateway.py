@@ -735,6 +735,7 @@ class Gateway:
         return {
             "state": state,
             "gateway": self.config.gateway_id,
+            "pid": os.getpid(),
             "time": time.time(),
             "uptime_s": time.time() - self.started_at,
             "connected": self.bridge.connected,
