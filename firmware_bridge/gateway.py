@@ -31,6 +31,7 @@ exits with status 2.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import math
 import os
@@ -983,6 +984,11 @@ def run_gateway(args: argparse.Namespace) -> int:
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: gateway.request_stop())
+    # Everything allocated so far (numba, NumPy, the learners) lives as long as the
+    # process: keep it out of the collector's full passes, which would otherwise walk
+    # it every time and show up as latency spikes of tens of milliseconds.
+    gc.collect()
+    gc.freeze()
     return gateway.run()
 
 

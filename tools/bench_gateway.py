@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""Benchmark the gateway through a real broker: sustained messages/s and latency.
+
+Starts its own mosquitto on a free loopback port and the gateway as a subprocess
+(``python -m firmware_bridge.gateway``), then runs ``tools/simulate_sensors.py`` as
+the publisher (a separate process, QoS 1) while this process subscribes to the
+predictions:
+
+1. **warm-up**: a few thousand messages, so numba's kernels are compiled and cached;
+2. **throughput**: ``--count`` occupancy messages published as fast as the
+   publisher can; the sustained rate is messages / (last prediction's arrival -
+   first message's publish time). Every message must get exactly one prediction
+   (the issue's end-to-end check at full size);
+3. **latency**: ``--count`` messages at a fixed ``--rate`` (2,000/s by default);
+   latency is a prediction's arrival time minus its data message's ``ts`` (the
+   publish time, same clock), reported as p50/p90/p99/max.
+
+The results go to ``--out`` (``docs/bench-gateway.md``) with the command, the date
+and the machine. Everything runs on this machine, so the publisher, the broker, the
+gateway and the subscriber share its cores.
+
+Example::
+
+    python tools/bench_gateway.py --count 20000 --rate 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import getpass
+import json
+import os
+import pathlib
+import platform
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import msgpack
+import paho.mqtt as paho_mqtt
+import paho.mqtt.client as paho
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import edgelearn  # noqa: E402
+from firmware_bridge.protocol import Topics  # noqa: E402
+
+TOPICS = Topics()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise SystemExit(f"bench_gateway: timed out after {timeout} s waiting for {what}")
+
+
+def start_mosquitto(directory: pathlib.Path, port: int) -> subprocess.Popen:
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    if not os.access(binary, os.X_OK):
+        raise SystemExit("bench_gateway: install the Debian package `mosquitto`")
+    config = directory / "mosquitto.conf"
+    config.write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n"
+        f"persistence_location {directory}/\nmax_queued_messages 0\n"
+        f"max_inflight_messages 100\nuser {getpass.getuser()}\n"
+        f"log_dest file {directory}/mosquitto.log\n"
+    )
+    process = subprocess.Popen([binary, "-c", str(config)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+
+    def accepting():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+
+    _wait(accepting, 10, "mosquitto")
+    return process
+
+
+class Predictions:
+    """Arrival time and publish time of every prediction, by (stream, seq)."""
+
+    def __init__(self, port: int):
+        self.arrivals: dict[str, dict[int, list[tuple[float, float]]]] = {}
+        self.status: dict | None = None
+        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5)
+        self.client.on_message = self._on_message
+        self.client.on_connect = lambda c, *a: c.subscribe(
+            [(TOPICS.filter("prediction"), 1), (TOPICS.filter("status"), 1)]
+        )
+        self.client.connect("127.0.0.1", port)
+        self.client.loop_start()
+
+    def _on_message(self, client, userdata, message):
+        now = time.time()
+        body = msgpack.unpackb(message.payload)
+        kind, ident = TOPICS.parse(message.topic)
+        if kind == "prediction":
+            stream = self.arrivals.setdefault(ident, {})
+            stream.setdefault(body["seq"], []).append((now, body["ts"]))
+        else:
+            self.status = body
+
+    def count(self, stream: str) -> int:
+        return len(self.arrivals.get(stream, ()))
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def simulate(port: int, stream_prefix: str, count: int, rate: float, labels: bool) -> dict:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "simulate_sensors.py"), "--broker",
+         f"127.0.0.1:{port}", "--dataset", "occupancy", "--count", str(count), "--loop",
+         "--rate", str(rate), "--drop", "0.01", "--stream-prefix", stream_prefix,
+         *(["--with-labels"] if labels else [])],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"bench_gateway: the simulator failed:\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def pipeline_alone(count: int, labels: bool) -> float:
+    """Messages/s of the pipeline by itself (no MQTT), on the same kind of messages."""
+    from firmware_bridge.pipeline import Pipeline
+    from firmware_bridge.protocol import encode_data
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from simulate_sensors import messages
+
+    payloads = [
+        encode_data(time.time(), seq, channels, y)
+        for _, seq, channels, y in messages("occupancy", ["p0"], count=count, drop=0.01,
+                                            with_labels=labels, loop=True)
+    ]
+    pipeline = Pipeline("paacds", {"capacity": 64, "target_query_rate": 0.1})
+    topic = TOPICS.data("p0")
+    for payload in payloads[:2000]:
+        pipeline.handle(topic, payload, 0.0)
+    began = time.perf_counter()
+    for payload in payloads:
+        pipeline.handle(topic, payload, 0.0)
+    return len(payloads) / (time.perf_counter() - began)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = ""
+    try:
+        kib = int(pathlib.Path("/proc/meminfo").read_text().split()[1])
+        memory = f"{kib / 1024 / 1024:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    mosquitto = subprocess.run([shutil.which("mosquitto") or "/usr/sbin/mosquitto", "-h"],
+                               capture_output=True, text=True).stdout.splitlines()[0]
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory": memory,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "paho-mqtt": paho_mqtt.__version__,
+        "edgelearn": edgelearn.__version__,
+        "broker": mosquitto,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Measure the gateway's sustained messages/s and publish-to-prediction "
+        "latency through a real mosquitto, and write the results as Markdown.",
+    )
+    parser.add_argument("--count", type=int, default=20000,
+                        help="messages in each measured run (default: 20000)")
+    parser.add_argument("--rate", type=float, default=2000.0,
+                        help="fixed rate of the latency run, messages/s (default: 2000)")
+    parser.add_argument("--warmup", type=int, default=3000,
+                        help="messages before measuring (default: 3000)")
+    parser.add_argument("--labels", choices=("data", "none"), default="data",
+                        help='"data": every data message carries its true label, learned '
+                        "at once (one prediction out per message); \"none\": no labels, "
+                        "so the learner asks for every one (a label request out as well)")
+    parser.add_argument("--series", metavar="FILE",
+                        help="also write the latency run's [seq, ts, arrival] triples as JSON")
+    parser.add_argument("--out", default=str(ROOT / "docs" / "bench-gateway.md"),
+                        help="Markdown file to write (default: docs/bench-gateway.md)")
+    args = parser.parse_args(argv)
+
+    alone = pipeline_alone(args.count, args.labels == "data")
+    work = pathlib.Path(tempfile.mkdtemp(prefix="bench-gateway-"))
+    port = _free_port()
+    broker = start_mosquitto(work, port)
+    config = work / "gateway.toml"
+    config.write_text(
+        '[gateway]\nid = "bench"\nstatus_interval_seconds = 5\n'
+        "[checkpoints]\ninterval_seconds = 600\n"
+        "[mqtt]\nmax_inflight_messages = 100\n"
+        '[learner]\nkind = "paacds"\n'
+        "[learner.params]\ncapacity = 64\ntarget_query_rate = 0.1\n"
+    )
+    log = open(work / "gateway.log", "wb")
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "firmware_bridge.gateway", "--config", str(config),
+         "--broker", f"127.0.0.1:{port}", "--state-dir", str(work / "state")],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    predictions = Predictions(port)
+    # This process only timestamps arrivals; a collector pass here would count as
+    # gateway latency.
+    gc.disable()
+    results: dict = {"pipeline_alone": alone}
+    try:
+        _wait(lambda: predictions.status is not None and predictions.status.get("pid")
+              == gateway.pid and predictions.status["connected"], 60, "the gateway")
+        print(f"warm-up: {args.warmup} messages", file=sys.stderr)
+        simulate(port, "w", args.warmup, 2000, args.labels == "data")
+        _wait(lambda: predictions.count("w0") >= args.warmup, 120, "warm-up predictions")
+
+        print(f"throughput: {args.count} messages as fast as possible", file=sys.stderr)
+        published = simulate(port, "t", args.count, 0, args.labels == "data")
+        _wait(lambda: predictions.count("t0") >= args.count, 300, "throughput predictions")
+        time.sleep(1.0)
+        runs = {}
+        for stream in ("t0",):
+            arrivals = dict(predictions.arrivals[stream])
+            first_ts = min(v[0][1] for v in arrivals.values())
+            last_arrival = max(v[0][0] for v in arrivals.values())
+            runs[stream] = {
+                "messages": args.count,
+                "predicted_once": sum(1 for v in arrivals.values() if len(v) == 1),
+                "predicted_more": sum(1 for v in arrivals.values() if len(v) > 1),
+                "missing": args.count - len(arrivals),
+                "seconds": last_arrival - first_ts,
+                "rate": args.count / (last_arrival - first_ts),
+                "publisher_rate": published["rate"],
+            }
+        results["throughput"] = runs["t0"]
+
+        print(f"latency: {args.count} messages at {args.rate:g}/s", file=sys.stderr)
+        published = simulate(port, "l", args.count, args.rate, args.labels == "data")
+        _wait(lambda: predictions.count("l0") >= args.count, 300, "latency predictions")
+        time.sleep(1.0)
+        if args.series:
+            series = sorted(
+                (seq, v[0][1], v[0][0]) for seq, v in dict(predictions.arrivals["l0"]).items()
+            )
+            pathlib.Path(args.series).write_text(json.dumps(series))
+        latencies = sorted(
+            (v[0][0] - v[0][1]) * 1000.0 for v in dict(predictions.arrivals["l0"]).values()
+        )
+        results["latency"] = {
+            "messages": args.count,
+            "rate": args.rate,
+            "publisher_rate": published["rate"],
+            "missing": args.count - len(latencies),
+            "p50": percentile(latencies, 0.50),
+            "p90": percentile(latencies, 0.90),
+            "p99": percentile(latencies, 0.99),
+            "max": latencies[-1],
+        }
+        time.sleep(5.5)  # one more status message
+        results["status"] = predictions.status
+    finally:
+        predictions.close()
+        gateway.send_signal(signal.SIGTERM)
+        try:
+            gateway.wait(60)
+        except subprocess.TimeoutExpired:
+            gateway.kill()
+        log.close()
+        broker.terminate()
+        broker.wait(10)
+    write_report(args, results, machine(), pathlib.Path(args.out))
+    shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps({k: v for k, v in results.items() if k != "status"}, indent=1))
+    return 0
+
+
+def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
+    t, lat = results["throughput"], results["latency"]
+    counters = results["status"]["counters"] if results.get("status") else {}
+    command = "python tools/bench_gateway.py " + " ".join(
+        shlex.quote(a) for a in sys.argv[1:]
+    )
+    lines = [
+        "# Gateway benchmark: messages/s and latency through mosquitto",
+        "",
+        f"Command: `{command.strip()}`  ",
+        f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}  ",
+        "Machine: " + ", ".join(f"{k} {v}" for k, v in host.items()),
+        "",
+        "Everything runs on this one machine: the publisher (`tools/simulate_sensors.py`, "
+        "paho, QoS 1), mosquitto, the gateway (`python -m firmware_bridge.gateway`, "
+        "PAACDS with 64 channel slots) and the subscriber timing the predictions (this "
+        "tool). Data: the occupancy data set, channels dropping out with probability "
+        "0.01 per message. Predictions are published at QoS 1. "
+        + ("Every data message carries its true label, which the gateway learns at "
+           "once: one message out (the prediction) per message in."
+           if args.labels == "data" else
+           "No labels: an untrained PAACDS is unsure of everything and asks for every "
+           "label, so two messages go out (prediction and label request) per message in."),
+        "",
+        "## Sustained throughput",
+        "",
+        f"{t['messages']:,} messages published as fast as the publisher could "
+        f"({t['publisher_rate']:,.0f} messages/s offered).",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| sustained rate, first publish to last prediction | **{t['rate']:,.0f} messages/s** |",
+        f"| time | {t['seconds']:.2f} s |",
+        f"| predicted exactly once | {t['predicted_once']:,} |",
+        f"| predicted more than once | {t['predicted_more']:,} |",
+        f"| never predicted | {t['missing']:,} |",
+        "",
+        f"## Latency at a fixed {lat['rate']:,.0f} messages/s",
+        "",
+        f"{lat['messages']:,} messages at {lat['rate']:,.0f}/s "
+        f"({lat['publisher_rate']:,.0f}/s achieved by the publisher). Latency = arrival "
+        "of the prediction at the subscriber minus the `ts` the publisher put in the "
+        "data message (same clock).",
+        "",
+        "| percentile | latency |",
+        "|---|---|",
+        f"| p50 | {lat['p50']:.2f} ms |",
+        f"| p90 | {lat['p90']:.2f} ms |",
+        f"| p99 | **{lat['p99']:.2f} ms** |",
+        f"| max | {lat['max']:.2f} ms |",
+        f"| never predicted | {lat['missing']:,} |",
+        "",
+        "## Against the aim",
+        "",
+        "The issue aims at 10,000 messages/s and p99 under 10 ms at 2,000 messages/s on "
+        "the development machine. "
+        + ("Throughput meets it. " if t["rate"] >= 10_000 else
+           f"Throughput is {t['rate'] / 10_000:.0%} of it. ")
+        + ("The latency meets it." if lat["p99"] < 10 else "The latency does not meet it."),
+        "",
+        "Where the time goes: the pipeline by itself (decode, validate, PAACDS, "
+        f"encode; no MQTT) runs {results['pipeline_alone']:,.0f} messages/s on this "
+        "machine, one core. The rest is MQTT in Python: one process does paho's two "
+        "network threads (inbound with manual acks, outbound with QoS 1 publishes and "
+        "their acks) and the worker thread, all under one GIL, and shares the two "
+        "cores with mosquitto, the publisher and the subscriber. Per message that is "
+        "paho's handling of the data message, our ack, the prediction and its PUBACK, "
+        "each waking another thread; the latency tail (p99 against p50) is mostly "
+        "threads waiting for the GIL. Runs vary by a third from one to the next on "
+        "this shared machine.",
+        "",
+        "What would reach the aim, not done here: several gateway processes, each "
+        "with its own share of the streams (a learner is per stream, so the split has "
+        "to be by stream, e.g. one data topic prefix per process; an MQTT 5 shared "
+        "subscription deals messages out regardless of stream and would not do), a "
+        "faster MQTT client than paho for the per-message path, and "
+        "QoS 0 predictions where losing one during a broker restart is acceptable "
+        "(`[mqtt] prediction_qos = 0`).",
+        "",
+        "Gateway counters after the runs: "
+        + ", ".join(f"{k} {v}" for k, v in counters.items()
+                    if k in ("data", "predictions", "label_requests", "rejected",
+                             "queue_full", "queue_full_waits", "publish_dropped")),
+        "",
+    ]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
