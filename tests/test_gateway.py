@@ -1,0 +1,106 @@
+"""Gateway pieces that need no broker: checkpoint restore, sd_notify, status."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from edgelearn.state import save_checkpoint
+from firmware_bridge.gateway import (
+    Gateway,
+    SystemdNotifier,
+    _stream_of_checkpoint,
+    checkpoint_path,
+    load_config,
+)
+from firmware_bridge.protocol import encode_data
+
+
+def make_config(tmp_path, capacity=16, **overrides):
+    config, errors = load_config(None, {
+        "checkpoints.directory": str(tmp_path / "state"),
+        "learner.kind": "paacds",
+        "learner.params": {"capacity": capacity, "seed": 1},
+        **overrides,
+    })
+    assert errors == []
+    return config
+
+
+def trained_state(config, stream, n):
+    pipeline = config.make_pipeline()
+    for seq in range(n):
+        pipeline.handle(f"sensors/{stream}/data",
+                        encode_data(0.0, seq, {"a": float(seq % 5)}, y=seq % 5 > 2), 0.0)
+    return pipeline.to_state(stream)
+
+
+def test_checkpoints_are_restored_with_fallback_and_mismatch_reported(tmp_path):
+    config = make_config(tmp_path)
+    os.makedirs(config.checkpoint_dir)
+    # s1: two good generations; s2: newest truncated; s3: saved with other parameters.
+    for stream, sizes in (("s1", (10, 20)), ("s2", (30, 40))):
+        for n in sizes:
+            save_checkpoint(checkpoint_path(config.checkpoint_dir, stream),
+                            trained_state(config, stream, n))
+    s2 = checkpoint_path(config.checkpoint_dir, "s2")
+    data = open(s2, "rb").read()
+    open(s2, "wb").write(data[:100])
+    other = make_config(tmp_path / "other", capacity=8)
+    save_checkpoint(checkpoint_path(config.checkpoint_dir, "s3"), trained_state(other, "s3", 5))
+    gateway = Gateway(config, notifier=SystemdNotifier({}))
+    report = gateway.checkpoint_report
+    assert report["restored"] == ["s1", "s2"]
+    assert list(report["fell_back"]) == ["s2"] and "truncated" in report["fell_back"]["s2"]
+    assert "capacity saved 8, configured 16" in report["failed"]["s3"]
+    status = gateway.status()
+    assert status["streams"]["s1"]["data"] == 20 and status["streams"]["s2"]["data"] == 30
+    assert "s3" not in status["streams"]
+    # Nothing changed since the restore, so nothing is rewritten (the SD card rests).
+    assert gateway.checkpoint() == 0
+    gateway.pipeline.handle("sensors/s1/data", encode_data(0.0, 99, {"a": 1.0}), 0.0)
+    assert gateway.checkpoint() == 1
+
+
+def test_status_reports_memory_versions_and_queue(tmp_path):
+    gateway = Gateway(make_config(tmp_path), notifier=SystemdNotifier({}))
+    status = gateway.status()
+    assert status["state"] == "online" and status["pid"] == os.getpid()
+    memory = status["memory"]
+    assert memory["total"] == (memory["learners_max"] + memory["pending_labels"]
+                               + memory["inbound_queue"] + memory["outgoing_queue"])
+    assert status["queue"] == {"length": 0, "capacity": 1024}
+    assert set(status["version"]) == {"edgelearn", "paho_mqtt", "python"}
+    assert status["counters"]["publish_dropped"] == 0
+
+
+def test_sd_notify_sends_datagrams_and_reads_the_watchdog(tmp_path):
+    path = str(tmp_path / "notify")
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(path)
+    notifier = SystemdNotifier({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "3000000",
+                                "WATCHDOG_PID": str(os.getpid())})
+    assert notifier.watchdog_interval_s == 3.0
+    assert notifier.notify("READY=1")
+    assert receiver.recv(64) == b"READY=1"
+    notifier.close()
+    receiver.close()
+    assert SystemdNotifier({}).notify("READY=1") is False
+    other_pid = SystemdNotifier({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "3000000",
+                                 "WATCHDOG_PID": "1"})
+    assert other_pid.watchdog_interval_s is None
+    assert SystemdNotifier({"NOTIFY_SOCKET": "@abstract"}).address == "\0abstract"
+    gone = SystemdNotifier({"NOTIFY_SOCKET": str(tmp_path / "missing")})
+    assert gone.notify("WATCHDOG=1") is False  # logged once, never raises
+
+
+@pytest.mark.parametrize("stream", ["kitchen", "..", "a%2Fb", "naïve", "x.ckpt"])
+def test_checkpoint_file_names_round_trip_and_stay_in_the_directory(tmp_path, stream):
+    path = checkpoint_path(str(tmp_path), stream)
+    assert os.path.dirname(path) == str(tmp_path)
+    name = os.path.basename(path)
+    assert _stream_of_checkpoint(name) == stream
+    assert _stream_of_checkpoint(name + ".1") == stream
+    assert _stream_of_checkpoint("unrelated.txt") is None
