@@ -31,6 +31,7 @@ exits with status 2.
 from __future__ import annotations
 
 import argparse
+import collections
 import gc
 import logging
 import math
@@ -79,6 +80,7 @@ TICK_SECONDS = 0.25
 _STATUS_MIN_INTERVAL_S = 1.0  # status on change, but not more often than this
 _DRAIN_TIMEOUT_S = 60.0
 _FINAL_PUBLISH_TIMEOUT_S = 5.0
+_ACK_POLL_S = 0.002
 _OUTGOING_WAIT_WHEN_STOPPING_S = 5.0
 _CHECKPOINT_PREFIX = "stream-"
 _CHECKPOINT_SUFFIX = ".ckpt"
@@ -598,6 +600,8 @@ class Gateway:
             "status_published": 0,
         }
         self._saved_revision: dict[str, int] = {}
+        # (mid, qos, paho info of the last output) of processed, unacknowledged messages.
+        self._unacked: collections.deque = collections.deque()
         self.checkpoint_report: dict[str, Any] = {
             "directory": config.checkpoint_dir,
             "restored": [],
@@ -632,6 +636,7 @@ class Gateway:
         self._worker = threading.Thread(target=self._work, name="edgelearn-worker", daemon=True)
         self._failed = False
         self._shut_down = False
+        self._drain_deadline = math.inf
         now = clock()
         self._next_housekeeping = now
         self._next_status = now
@@ -777,9 +782,34 @@ class Gateway:
         if outputs and self.bridge.outgoing_full(len(outputs)):
             self._wait_for_outgoing_room(len(outputs))
         publish = self.bridge.publish
+        last = None
         for out in outputs:
-            publish(out.topic, out.payload, out.qos, out.retain)
-        self.bridge.ack(item.mid, item.qos)
+            last = publish(out.topic, out.payload, out.qos, out.retain)
+        if item.qos:
+            # Acknowledged once its outputs are with the broker (see _release_acks).
+            self._unacked.append((item.mid, item.qos, last))
+            self._release_acks()
+
+    def _release_acks(self) -> None:
+        """Acknowledge processed messages whose outputs the broker has taken.
+
+        Acknowledging as soon as the outputs are handed to paho would lose them if the
+        process died before paho sent them: the broker would not redeliver an
+        acknowledged message. Outputs of one message go out in order, so its last
+        one stands for all; acks go in the order messages came, as MQTT requires.
+        """
+        unacked = self._unacked
+        ack = self.bridge.ack
+        while unacked:
+            mid, qos, info = unacked[0]
+            if info is not None:
+                try:
+                    if not info.is_published():
+                        return
+                except (ValueError, RuntimeError):
+                    pass  # never queued (counted as dropped): nothing to wait for
+            unacked.popleft()
+            ack(mid, qos)
 
     def _wait_for_outgoing_room(self, needed: int) -> None:
         # Holding this message (and its ack) back slows the broker down instead of
@@ -831,9 +861,15 @@ class Gateway:
         try:
             while True:
                 try:
-                    item = get(timeout=TICK_SECONDS)
+                    # Poll quickly while acks wait for the broker to take outputs.
+                    item = get(timeout=_ACK_POLL_S if self._unacked else TICK_SECONDS)
                 except queue.Empty:
-                    if self._draining.is_set():
+                    self._release_acks()
+                    # At a stop, outputs the broker has not taken within the deadline
+                    # leave their messages unacknowledged: they come again next time.
+                    if self._draining.is_set() and (
+                        not self._unacked or clock() >= self._drain_deadline
+                    ):
                         return
                     item = None
                 if item is not None:
@@ -879,6 +915,7 @@ class Gateway:
         self.notifier.notify("STOPPING=1")
         logger.info("stopping: draining %d queued message(s)", self.inbound.qsize())
         self.bridge.pause_intake()
+        self._drain_deadline = self._clock() + _OUTGOING_WAIT_WHEN_STOPPING_S
         self._draining.set()
         if self._worker.is_alive():
             self._worker.join(_DRAIN_TIMEOUT_S)

@@ -414,12 +414,6 @@ def test_broker_restart_mid_stream_loses_no_qos1_data(broker, gateways, observer
     assert gateway.terminate() == 0
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="flaky, under investigation (issue 3): passes alone (~7 s) but has timed out "
-    "waiting for redelivery when run after the other broker tests; reported as xfail, "
-    "never counted as a pass",
-)
 def test_sigkill_restart_loads_the_checkpoint_and_gets_unacked_messages_again(
     broker, gateways, observer_factory
 ):
