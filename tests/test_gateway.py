@@ -104,3 +104,16 @@ def test_checkpoint_file_names_round_trip_and_stay_in_the_directory(tmp_path, st
     assert _stream_of_checkpoint(name) == stream
     assert _stream_of_checkpoint(name + ".1") == stream
     assert _stream_of_checkpoint("unrelated.txt") is None
+
+
+@pytest.mark.parametrize("tool", ["simulate_sensors.py", "label_oracle.py", "bench_gateway.py"])
+def test_tools_have_help(tool):
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, str(root / "tools" / tool), "--help"],
+                            capture_output=True, text=True, timeout=60, cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert "--broker" in result.stdout or "--count" in result.stdout
