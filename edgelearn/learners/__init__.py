@@ -1,14 +1,15 @@
 """One module per learner; :func:`from_state` rebuilds any of them."""
 
 from .base import Decision, Learner
+from .kelm import MultiLabelKELM
 from .pa import PA
 from .paacds import PAACDS
 
 #: Learner classes by the ``kind`` their state carries.
-LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS)}
+LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS, MultiLabelKELM)}
 
 #: Learner classes by the name a configuration file uses for them.
-KINDS = {"paacds": PAACDS, "pa": PA}
+KINDS = {"paacds": PAACDS, "pa": PA, "kelm_multilabel": MultiLabelKELM}
 
 
 def make_learner(kind: str, params: dict | None = None) -> Learner:
@@ -19,7 +20,7 @@ def make_learner(kind: str, params: dict | None = None) -> Learner:
     >>> make_learner("svm")
     Traceback (most recent call last):
     ...
-    ValueError: The 'kind' parameter of a learner configuration must be one of {'paacds', 'pa'}. Got 'svm'.
+    ValueError: The 'kind' parameter of a learner configuration must be one of {'paacds', 'pa', 'kelm_multilabel'}. Got 'svm'.
     """
     from .._validation import check_choice
 
@@ -43,4 +44,4 @@ def from_state(state: dict) -> Learner:
     return LEARNERS[kind].from_state(state)
 
 
-__all__ = ["Decision", "KINDS", "Learner", "LEARNERS", "PA", "PAACDS", "from_state", "make_learner"]
+__all__ = ["Decision", "KINDS", "Learner", "LEARNERS", "MultiLabelKELM", "PA", "PAACDS", "from_state", "make_learner"]
