@@ -535,3 +535,5 @@ class KELMReference:
         self.graphs[self.next_block] = (uids, Sx, Sy)
         self.next_block += 1
         self.pending = []
+        live = {it["uid"] for it in self.items}
+        self.graphs = {k: g for k, g in self.graphs.items() if live.intersection(g[0])}

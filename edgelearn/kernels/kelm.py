@@ -491,16 +491,18 @@ def remove_rows(Q, n, remove, Xt, d, gamma, c, T, Lx, Ly, block, lam, gam, Kr, V
     Q is then still right, and Q must be rebuilt with :func:`refactor`.
     """
     ok = True
-    if lam != 0.0 or gam != 0.0:
-        lo = 0
-        while lo < n:
-            hi = _run_end(block, n, lo)
-            n_removed = 0
-            for a in range(lo, hi):
-                n_removed += remove[a]
-            if 0 < n_removed < hi - lo:
+    lo = 0
+    while lo < n:
+        hi = _run_end(block, n, lo)
+        n_removed = 0
+        for a in range(lo, hi):
+            n_removed += remove[a]
+        if 0 < n_removed < hi - lo:
+            if lam != 0.0 or gam != 0.0:
                 ok = _regraph_run(Q, n, lo, hi, remove, Xt, d, gamma, c, Lx, Ly, lam, gam, Kr, V, QU, Z, tmp, piv) and ok
-            lo = hi
+            else:  # the graphs do not enter Omega; keep them right all the same
+                _cut_edges(Lx, Ly, lo, hi - lo, remove)
+        lo = hi
     nj = 0
     for a in range(n):
         if remove[a]:
