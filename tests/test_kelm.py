@@ -258,7 +258,7 @@ def test_find_instance_matches():
         c = np.where(rng.random(W) < 0.5, 1.0, 0.0)
         Tp = np.where(rng.random((b, m)) < 0.3, 1.0, 0.0)
         u = points[rng.integers(0, 6)]
-        assert tuple(K.find_instance(u, d, Xt, n, c, Xp, n_pending, Tp, m)) == find_by_hand(u, Xt, n, c, Xp, n_pending, Tp)
+        assert tuple(K.find_instance(u, d, Xt, n, c, Xp, n_pending, Tp)) == find_by_hand(u, Xt, n, c, Xp, n_pending, Tp)
 
 
 def test_dense_scatters_and_skips_unknown_slots():

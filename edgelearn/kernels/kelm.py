@@ -86,9 +86,14 @@ def combine(k_row, n, A, m, out):
 
 @jit
 def scores(Xt, n, d, u, gamma, A, m, k_row, out):
-    """The scores ``f(u) = k(u, window)^T A`` into ``out[:m]`` (k_row is scratch)."""
+    """The scores ``f(u) = k(u, window)^T A`` into ``out[:m]`` (k_row is
+    scratch); returns the margin ``min_j |f_j|`` (0 if m is 0)."""
     rbf_window_row(Xt, n, d, u, gamma, k_row)
     combine(k_row, n, A, m, out)
+    margin = abs(out[0]) if m > 0 else 0.0
+    for j in range(1, m):
+        margin = min(margin, abs(out[j]))
+    return margin
 
 
 @jit
@@ -623,17 +628,108 @@ def refactor(Q, n, Xt, d, gamma, c, Lx, Ly, block, lam, gam, Kr, piv):
     return invert(Q, n, piv)
 
 
+# -- the window's bookkeeping -----------------------------------------------------
+
+
+@jit
+def count_targets(t, n_positive, sign):
+    """Add ``sign`` to the count of every positive label of targets t (the
+    last entry of ``n_positive``: instances with no positive label)."""
+    m = t.shape[0]
+    any_positive = False
+    for j in range(m):
+        if t[j] > 0.0:
+            n_positive[j] += sign
+            any_positive = True
+    if not any_positive:
+        n_positive[m] += sign
+
+
+@jit
+def penalty(t, n_positive, J0):
+    """``J0 / N``: N the count of t's most frequent positive label (of
+    instances with no positive label, if t has none), at least 1."""
+    m = t.shape[0]
+    N = -1
+    for j in range(m):
+        if t[j] > 0.0 and n_positive[j] > N:
+            N = n_positive[j]
+    if N < 0:
+        N = n_positive[m]
+    return J0 / max(1, N)
+
+
+@jit
+def labelled(t):
+    for j in range(t.shape[0]):
+        if t[j] != 0.0:
+            return True
+    return False
+
+
+@jit
+def plan_room(c, T, n, Tp, nb, max_unlabelled, window, n_positive, remove):
+    """Flag in ``remove`` the rows to drop before a block of nb enters: the
+    oldest unlabelled rows while the window and the block hold more than
+    ``max_unlabelled`` unlabelled ones, then the oldest rows while they hold
+    more than ``window``; uncount the labelled ones.  Returns how many."""
+    unlabelled = 0
+    for a in range(n):
+        unlabelled += c[a] == 0.0
+    for i in range(nb):
+        unlabelled += not labelled(Tp[i])
+    excess = unlabelled - max_unlabelled
+    flagged = 0
+    for a in range(n):
+        if excess <= 0:
+            break
+        if c[a] == 0.0:
+            remove[a] = True
+            flagged += 1
+            excess -= 1
+    overflow = n - flagged + nb - window
+    for a in range(n):
+        if overflow <= 0:
+            break
+        if not remove[a]:
+            remove[a] = True
+            flagged += 1
+            overflow -= 1
+    for a in range(n):
+        if remove[a] and c[a] > 0.0:
+            count_targets(T[a], n_positive, -1)
+    return flagged
+
+
+@jit
+def enter_block(Xp, Tp, nb, d, Xt, T, c, block, n, block_id, n_positive, J0):
+    """Write the pending block into window rows ``n..n+nb-1``: features,
+    targets, block id, and penalties (the block's labelled instances
+    counted first, so that each counts itself)."""
+    for i in range(nb):
+        a = n + i
+        for s in range(d):
+            Xt[s, a] = Xp[i, s]
+        for j in range(T.shape[1]):
+            T[a, j] = Tp[i, j]
+        block[a] = block_id
+        if labelled(Tp[i]):
+            count_targets(Tp[i], n_positive, 1)
+    for i in range(nb):
+        c[n + i] = penalty(Tp[i], n_positive, J0) if labelled(Tp[i]) else 0.0
+
+
 # -- finding an instance again ----------------------------------------------------
 
 
 @jit
-def find_instance(u, d, Xt, n, c, Xp, n_pending, Tp, m):
+def find_instance(u, d, Xt, n, c, Xp, n_pending, Tp):
     """Where an instance with features ``u[:d]`` sits, newest first, an
     unlabelled one before a labelled one: ``(1, i)`` pending row i,
     ``(2, a)`` window row a, ``(0, -1)`` nowhere."""
     for want_unlabelled in (True, False):
         for i in range(n_pending - 1, -1, -1):
-            if want_unlabelled and _labelled_row(Tp, i, m):
+            if want_unlabelled and labelled(Tp[i]):
                 continue
             same = True
             for s in range(d):
@@ -653,14 +749,6 @@ def find_instance(u, d, Xt, n, c, Xp, n_pending, Tp, m):
             if same:
                 return 2, a
     return 0, -1
-
-
-@jit
-def _labelled_row(Tp, i, m):
-    for j in range(m):
-        if Tp[i, j] != 0.0:
-            return True
-    return False
 
 
 @jit

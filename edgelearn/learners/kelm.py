@@ -233,6 +233,8 @@ class MultiLabelKELM(Learner):
         self._next_block = 0
         self._stale = False
         self._max_unlabelled = max(block_size, window // 2) if max_unlabelled is None else max_unlabelled
+        self._lam = float(lam)
+        self._gam = float(gam)
 
     # -- inspection -----------------------------------------------------------
 
@@ -280,22 +282,24 @@ class MultiLabelKELM(Learner):
         return dict(zip(self._labels, self.scores(slots, z).tolist()))
 
     def _scores_u(self) -> np.ndarray:
+        """The scores of the dense features in ``_u`` into ``_f``; a view."""
+        self._margin_u()
+        return self._f[: len(self._labels)]
+
+    def _margin_u(self) -> float:
         m = len(self._labels)
-        f = self._f[:m]
         if self._stale:
             self._refactor()
         if self._n == 0:
-            f[:] = 0.0
-        else:
-            K.scores(self.Xt, self._n, self.channels.n_assigned, self._u, self._gamma, self.A, m, self._k, self._f)
-        return f
+            self._f[:m] = 0.0
+            return 0.0
+        return K.scores(self.Xt, self._n, self.channels.n_assigned, self._u, self._gamma, self.A, m, self._k, self._f)
 
     def _score(self, slots, z):
         K.dense(slots, z, len(slots), self._u)
-        f = self._scores_u()
-        label = {name: bool(f[j] > 0.0) for j, name in enumerate(self._labels)}
-        score = float(np.min(np.abs(f))) if len(f) else 0.0
-        return label, score
+        margin = self._margin_u()
+        label = {name: f > 0.0 for name, f in zip(self._labels, self._f.tolist())}
+        return label, margin
 
     # -- protocol hooks -------------------------------------------------------
 
@@ -330,9 +334,7 @@ class MultiLabelKELM(Learner):
         if not self._targets(y):
             return
         K.dense(slots, z, len(slots), self._u)
-        where, i = K.find_instance(
-            self._u, self.capacity, self.Xt, self._n, self.c, self.Xp, self._n_pending, self.Tp, self.max_labels
-        )
+        where, i = K.find_instance(self._u, self.capacity, self.Xt, self._n, self.c, self.Xp, self._n_pending, self.Tp)
         if where == 1:
             self.Tp[i] = self._t
         elif where == 2:
@@ -382,21 +384,6 @@ class MultiLabelKELM(Learner):
         if self._n_pending == self.block_size:
             self._flush()
 
-    def _count(self, t: np.ndarray, sign: int) -> None:
-        positive = t > 0.0
-        if positive.any():
-            self.n_positive[: self.max_labels][positive] += sign
-        else:
-            self.n_positive[self.max_labels] += sign
-
-    def _penalty(self, t: np.ndarray) -> float:
-        positive = t > 0.0
-        if positive.any():
-            N = int(self.n_positive[: self.max_labels][positive].max())
-        else:
-            N = int(self.n_positive[self.max_labels])
-        return self.J0 / max(1, N)
-
     def _flush(self) -> None:
         """Add the pending block to the window (see the class docstring)."""
         nb = self._n_pending
@@ -405,64 +392,39 @@ class MultiLabelKELM(Learner):
         d = self.channels.n_assigned
         if self._gamma is None:
             self._gamma = 1.0 / max(1, d)
-        self._make_room(nb)
+        if K.plan_room(self.c, self.T, self._n, self.Tp, nb, self._max_unlabelled, self.window, self.n_positive,
+                       self._remove):
+            self._n, ok = K.remove_rows(
+                self.Q, self._n, self._remove, self.Xt, d, self._gamma, self.c, self.T, self.Lx, self.Ly,
+                self.block, self._lam, self._gam, self._Kbw, self._G, self._D, self._D, self._S, self._tmp,
+                self._jidx, self._piv,
+            )
+            self._updated(ok)  # the block is predicted by the model without them
         n = self._n
         m = len(self._labels)
         K.rbf_rows_window(self.Xp, nb, self.Xt, n, d, self._gamma, self._Kbw)
         K.block_scores(self._Kbw, nb, n, self.A, m, self._Fp)
         K.rbf_pairs(self.Xp, nb, d, self._gamma, self._Kbb)
-        rows = slice(n, n + nb)
-        self.Xt[:, rows] = self.Xp[:nb].T
-        self.T[rows] = self.Tp[:nb]
-        labelled = [i for i in range(nb) if self.Tp[i].any()]
-        for i in labelled:
-            self._count(self.Tp[i], +1)
-        self.c[rows] = 0.0
-        for i in labelled:
-            self.c[n + i] = self._penalty(self.Tp[i])
-        self.block[rows] = self._next_block
+        K.enter_block(self.Xp, self.Tp, nb, d, self.Xt, self.T, self.c, self.block, n, self._next_block,
+                      self.n_positive, self.J0)
         self._next_block += 1
         K.block_laplacians(self._Kbb, nb, self.Tp, self._Fp, m, self.n_neighbors, self._picked, self.Lx, self.Ly, n)
         ok = K.add_block(
-            self.Q, n, nb, self._Kbw, self._Kbb, self.c, self.Lx, self.Ly, self.block, float(self.lam),
-            float(self.gam), self._R0, self._D, self._G, self._S, self._tmp, self._piv,
+            self.Q, n, nb, self._Kbw, self._Kbb, self.c, self.Lx, self.Ly, self.block, self._lam,
+            self._gam, self._R0, self._D, self._G, self._S, self._tmp, self._piv,
         )
         self._n = n + nb
         self._n_pending = 0
-        self.Xp[:nb] = 0.0
-        self.Tp[:nb] = 0.0
-        self._updated(ok)
-
-    def _make_room(self, nb: int) -> None:
-        n = self._n
-        unlabelled = np.flatnonzero(self.c[:n] == 0.0)
-        pending_unlabelled = sum(not self.Tp[i].any() for i in range(nb))
-        excess = max(0, len(unlabelled) + pending_unlabelled - self._max_unlabelled)
-        remove = self._remove
-        remove[unlabelled[:excess]] = True
-        overflow = max(0, n - excess + nb - self.window)
-        if overflow:
-            remove[np.flatnonzero(~remove[:n])[:overflow]] = True
-        if not (excess or overflow):
-            return
-        for a in np.flatnonzero(remove[:n]):
-            if self.c[a] > 0.0:
-                self._count(self.T[a], -1)
-        self._n, ok = K.remove_rows(
-            self.Q, n, remove, self.Xt, self.channels.n_assigned, self._gamma, self.c, self.T, self.Lx,
-            self.Ly, self.block, float(self.lam), float(self.gam), self._Kbw, self._G, self._D, self._D,
-            self._S, self._tmp, self._jidx, self._piv,
-        )
         self._updated(ok)
 
     def _label_in_window(self, a: int) -> None:
         if self._stale:
             self._refactor()
         if self.c[a] > 0.0:
-            self._count(self.T[a], -1)
+            K.count_targets(self.T[a], self.n_positive, -1)
         self.T[a] = self._t
-        self._count(self._t, +1)
-        c_new = self._penalty(self._t)
+        K.count_targets(self._t, self.n_positive, 1)
+        c_new = K.penalty(self._t, self.n_positive, self.J0)
         change = c_new - self.c[a]
         self.c[a] = c_new
         ok = True
@@ -473,8 +435,8 @@ class MultiLabelKELM(Learner):
         self._updated(ok)
 
     def _updated(self, ok: bool) -> None:
-        """After a low-rank update: rebuild when it failed or is due, else
-        refresh the coefficients ``A = Q C T``."""
+        """After a low-rank update: rebuild when it failed or a rebuild is
+        due, else refresh the coefficients ``A = Q C T``."""
         self._updates += 1
         if not ok or self._updates >= self.refactor_every:
             self._refactor()
@@ -485,7 +447,7 @@ class MultiLabelKELM(Learner):
         n = self._n
         if n and not K.refactor(
             self.Q, n, self.Xt, self.channels.n_assigned, self._gamma, self.c, self.Lx, self.Ly, self.block,
-            float(self.lam), float(self.gam), self._Kbw, self._piv,
+            self._lam, self._gam, self._Kbw, self._piv,
         ):
             raise FloatingPointError(f"{_OWNER}: Omega is singular (a zero pivot); this is a bug.")
         K.alpha(self.Q, n, self.c, self.T, self.max_labels, self.A)
@@ -493,9 +455,11 @@ class MultiLabelKELM(Learner):
         self._stale = False
 
     def _forget_slot(self, slot: int) -> None:
-        self.Xt[slot] = 0.0
         self.Xp[:, slot] = 0.0
-        self._stale = True
+        # Usually the channel left with the instances that had it: nothing to rebuild.
+        if self.Xt[slot, : self._n].any():
+            self.Xt[slot] = 0.0
+            self._stale = True
 
     # -- state ----------------------------------------------------------------
 
