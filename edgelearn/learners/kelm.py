@@ -114,7 +114,7 @@ class MultiLabelKELM(Learner):
     ``block_size``, m = ``max_labels``, d = ``capacity`` (the inverse; window
     and pending features, targets, penalties, Laplacians, block ids,
     coefficients; the scratch of the updates; label names at 64 bytes each),
-    plus its ChannelSpace.  W = 256, b = 20, m = 16, d = 256: 1.34 MB.
+    plus its ChannelSpace.  The defaults (W = 256, b = 20, m = 16, d = 256): 1.43 MB.
 
     Examples
     --------
