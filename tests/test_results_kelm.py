@@ -46,6 +46,9 @@ def test_quick_run_on_a_slice_writes_every_table(tmp_path, capsys):
     verdict = sections["Verdict"]
     assert len(re.findall(r"KELM is better than River (BR|CC) on \*\*\d of 6\*\* metrics", verdict)) == 4
     assert re.search(r"\*\*(Met|Not met)\*\*", verdict)
+    graphs = re.search(r"emotions, tuning runs: with both graphs average precision ([\d.]+).*"
+                       r"without the label graph \(gam = 0\), average precision ([\d.]+)", verdict)
+    assert graphs is not None
     grid = sections["emotions: the grid"]
     assert grid.count("**(chosen)**") == 1 and grid.count("\n| 0.001 |") + grid.count("\n| 10 |") == 2
     assert len([line for line in sections["emotions: graph weights, with the chosen J0, gamma, n_neighbors"]
