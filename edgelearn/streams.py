@@ -11,6 +11,11 @@ channel name to Python ``float``; a channel that is missing is absent from the d
 * :func:`capricious` is both at once, so the dict stream and the array form carry the
   same missing pattern.
 
+Synthetic generators return arrays ``(X, y)``, seeded, so the jitted replay and the
+dict path (through :func:`iter_array`) see the same stream:
+
+* :func:`hyperplane`: the rotating (moving) hyperplane of Hulten et al. (2001).
+
 >>> import numpy as np
 >>> X = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
 >>> list(iter_array(X, np.array([0, 1]), ["t", "h", "co2"]))
@@ -26,7 +31,7 @@ import numpy as np
 
 from edgelearn._validation import check_number, format_value
 
-__all__ = ["iter_array", "drop_features", "capricious"]
+__all__ = ["iter_array", "drop_features", "capricious", "hyperplane"]
 
 
 def _as_matrix(X: Any, owner: str) -> np.ndarray:
@@ -157,3 +162,60 @@ def capricious(
     [['1', '2', '3'], ['0', '2', '3'], ['0', '1', '2', '3']]
     """
     return iter_array(_drop(X, alpha, seed, "capricious"), y, feature_names)
+
+
+def hyperplane(
+    n: int,
+    n_features: int = 10,
+    n_drift_features: int = 2,
+    mag_change: float = 0.0,
+    sigma: float = 0.1,
+    noise: float = 0.05,
+    seed: Any = 0,
+    return_weights: bool = False,
+):
+    """The rotating hyperplane stream (Hulten, Spencer and Domingos 2001; MOA's
+    ``HyperplaneGenerator``): ``n`` instances, features uniform in [0, 1].
+
+    The label is 1 when ``sum_i w_i x_i >= 0.5 * sum_i w_i``, else 0, then flipped
+    with probability ``noise``. After each instance, each of the first
+    ``n_drift_features`` weights moves by ``mag_change`` in its current direction,
+    and that direction reverses with probability ``sigma``; the initial weights are
+    uniform in [0, 1] and every direction starts at +1. With ``mag_change = 0`` the
+    concept is fixed.
+
+    Returns ``(X, y)``: float64 ``(n, n_features)`` and int64 labels in {0, 1}; with
+    ``return_weights=True`` also the ``(n, n_features)`` weights each instance was
+    labelled with. The same ``seed`` gives the same stream.
+
+    >>> X, y = hyperplane(4, n_features=3, seed=3)
+    >>> X.shape, y.tolist()
+    ((4, 3), [0, 1, 0, 1])
+    >>> hyperplane(10, n_drift_features=11)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'n_drift_features' parameter of hyperplane must be an int in [0, 10]. Got 11.
+    """
+    owner = "hyperplane"
+    n = check_number("n", n, owner, 0, None, integer=True)
+    d = check_number("n_features", n_features, owner, 1, None, integer=True)
+    k = check_number("n_drift_features", n_drift_features, owner, 0, d, integer=True)
+    mag_change = check_number("mag_change", mag_change, owner, 0, None)
+    sigma = check_number("sigma", sigma, owner, 0, 1)
+    noise = check_number("noise", noise, owner, 0, 1)
+    rng = _rng(seed, owner)
+    weights0 = rng.random(d)
+    X = rng.random((n, d))
+    flip_label = rng.random(n) < noise
+    reverse = rng.random((n, k)) < sigma
+    # Direction used after instance t: +1 reversed once per earlier reversal, so a
+    # cumulative product; the weight of instance t adds the steps of instances < t.
+    direction = np.cumprod(np.where(reverse, -1.0, 1.0), axis=0)
+    direction = np.vstack([np.ones((1, k)), direction[:-1]]) if n else direction
+    steps = np.cumsum(direction, axis=0) * mag_change
+    W = np.broadcast_to(weights0, (n, d)).copy()
+    if n:
+        W[1:, :k] += steps[:-1]
+    y = (np.einsum("ij,ij->i", X, W) >= 0.5 * W.sum(axis=1)).astype(np.int64)
+    y[flip_label] ^= 1
+    return (X, y, W) if return_weights else (X, y)

@@ -179,3 +179,51 @@ def test_bad_alpha_rejected_with_message(fn, alpha, exc, shown):
 def test_bad_seed_rejected(seed, exc):
     with pytest.raises(exc, match=r"The 'seed' parameter of drop_features must be"):
         drop_features(np.ones((2, 2)), seed=seed)
+
+
+# --- synthetic generators ------------------------------------------------------------
+
+from edgelearn.streams import hyperplane  # noqa: E402
+
+
+def test_hyperplane_labels_follow_the_weights_it_reports():
+    X, y, W = hyperplane(5000, n_features=5, n_drift_features=2, mag_change=0.1,
+                         sigma=0.1, noise=0.0, seed=7, return_weights=True)
+    rule = (X * W).sum(axis=1) >= 0.5 * W.sum(axis=1)
+    assert np.array_equal(y, rule.astype(np.int64))
+    assert ((X >= 0) & (X < 1)).all()
+
+
+def test_hyperplane_drift_moves_only_the_drifting_weights_by_the_magnitude():
+    _, _, W = hyperplane(20000, n_features=5, n_drift_features=2, mag_change=0.1,
+                         sigma=0.1, noise=0.0, seed=1, return_weights=True)
+    steps = np.diff(W, axis=0)
+    assert np.allclose(np.abs(steps[:, :2]), 0.1)
+    assert (steps[:, 2:] == 0).all()
+    # The first step is +mag (every direction starts at +1); a direction reverses
+    # with probability sigma, so about 10% of consecutive steps change sign.
+    assert np.allclose(steps[0, :2], 0.1)
+    reversals = (np.sign(steps[1:, :2]) != np.sign(steps[:-1, :2])).mean()
+    assert abs(reversals - 0.1) < 0.01
+
+
+def test_hyperplane_noise_flips_that_fraction_of_the_same_stream():
+    X0, y0 = hyperplane(20000, n_features=5, noise=0.0, seed=2)
+    X1, y1 = hyperplane(20000, n_features=5, noise=0.3, seed=2)
+    assert np.array_equal(X0, X1)
+    assert abs((y0 != y1).mean() - 0.3) < 0.015
+
+
+def test_hyperplane_without_drift_is_one_concept_and_seeds_repeat():
+    X, y, W = hyperplane(1000, mag_change=0.0, seed=4, return_weights=True)
+    assert (W == W[0]).all()
+    X2, y2 = hyperplane(1000, mag_change=0.0, seed=4)
+    assert np.array_equal(X, X2) and np.array_equal(y, y2)
+    assert len(hyperplane(0)[1]) == 0
+
+
+def test_hyperplane_rejects_bad_parameters_by_name():
+    with pytest.raises(ValueError, match="'sigma' parameter of hyperplane must be a float in \\[0, 1\\]. Got 2"):
+        hyperplane(10, sigma=2)
+    with pytest.raises(TypeError, match="'n' parameter of hyperplane"):
+        hyperplane(10.0)
