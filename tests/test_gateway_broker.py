@@ -306,7 +306,9 @@ def test_end_to_end_one_prediction_each_and_answered_labels_raise_accuracy(
 ):
     n = 3000
     observer = observer_factory(broker.port)
-    gateway = gateways(broker.port)
+    # Stream b0, never answered, asks for every label; room for all of its requests
+    # keeps a0's answers from being evicted when a loaded machine delays them.
+    gateway = gateways(broker.port, extra="[labels]\ncapacity = 8192\n")
     gateway.start()
     gateway.wait_online(observer)
     broker_arg = f"127.0.0.1:{broker.port}"
@@ -324,7 +326,7 @@ def test_end_to_end_one_prediction_each_and_answered_labels_raise_accuracy(
         simulators = [
             subprocess.Popen(
                 [sys.executable, str(ROOT / "tools" / "simulate_sensors.py"), "--broker",
-                 broker_arg, "--dataset", "occupancy", "--count", str(n), "--rate", "400",
+                 broker_arg, "--dataset", "occupancy", "--count", str(n), "--rate", "200",
                  "--drop", "0.02", "--stream-prefix", prefix, "--seed", "3"],
                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
@@ -358,7 +360,7 @@ def test_end_to_end_one_prediction_each_and_answered_labels_raise_accuracy(
     counters = status["counters"]
     assert counters["predictions"] == 2 * n and counters["rejected"] == 0
     assert counters["learned"] == counters["label_answered"] > 0.1 * n
-    assert counters["publish_dropped"] == 0 and counters["queue_full"] == 0
+    assert counters["publish_dropped"] == 0 and counters["redelivery_expected"] == 0
     assert status["streams"]["a0"]["learned"] > 0 and status["streams"]["b0"]["learned"] == 0
     assert gateway.terminate() == 0
 
@@ -474,6 +476,19 @@ def test_truncated_checkpoint_falls_back_to_the_previous_generation_and_sd_notif
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(str(notify_path))
     notify.settimeout(0.2)
+    messages = []
+    listening = threading.Event()
+    listening.set()
+
+    def listen():  # as systemd does: read every datagram as it comes
+        while listening.is_set():
+            try:
+                messages.append(notify.recv(256).decode())
+            except TimeoutError:
+                pass
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
     env = {"NOTIFY_SOCKET": str(notify_path), "WATCHDOG_USEC": "600000"}
     observer = observer_factory(broker.port)
     gateway = gateways(broker.port, env=env)
@@ -498,12 +513,8 @@ def test_truncated_checkpoint_falls_back_to_the_previous_generation_and_sd_notif
     assert gateway.terminate() == 0  # writes the newest generation; the older is .1
     older = pathlib.Path(str(ckpt) + ".1")
     assert ckpt.exists() and older.exists()
-    messages = []
-    while True:
-        try:
-            messages.append(notify.recv(256).decode())
-        except TimeoutError:
-            break
+    listening.clear()
+    listener.join(5)
     assert messages[0] == "READY=1" and "WATCHDOG=1" in messages
     assert messages[-1] == "STOPPING=1"
     assert observer.status()["state"] == "stopped"

@@ -48,6 +48,9 @@ def _parse_broker(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+_MAX_EXACT_SUBSCRIPTIONS = 100
+
+
 class Oracle:
     """Ground truth lookup and a schedule of answers; thread-safe."""
 
@@ -158,14 +161,20 @@ def main(argv: list[str] | None = None) -> int:
     oracle = Oracle(labels, args.streams, args.stream_prefix, args.start, args.delay,
                     args.answer_fraction, args.seed)
     topics = Topics()
-    request_filter = topics.filter("label_request")
+    # Only the streams it can answer, when they are few: another stream's requests
+    # would cost it time and be dropped anyway.
+    if args.streams <= _MAX_EXACT_SUBSCRIPTIONS:
+        subscriptions = [(topics.label_request(f"{args.stream_prefix}{i}"), 1)
+                         for i in range(args.streams)]
+    else:
+        subscriptions = [(topics.filter("label_request"), 1)]
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
 
     def on_connect(client, userdata, flags, reason_code, properties):
         if not reason_code.is_failure:
-            client.subscribe(request_filter, qos=1)
+            client.subscribe(subscriptions)
 
     def on_message(client, userdata, message):
         parsed = topics.parse(message.topic)
