@@ -57,7 +57,7 @@ import edgelearn
 from edgelearn.state import CheckpointError, load_checkpoint, save_checkpoint
 
 from .labels import PendingLabels
-from .mqtt import PROTOCOLS, InboundMessage, MqttBridge, MqttSettings
+from .mqtt import PROTOCOLS, InboundMessage, MqttBridge, MqttSettings, parse_broker
 from .pipeline import Pipeline, RateLimitedLog, StateMismatch
 from .protocol import DEFAULT_LIMITS, Limits, Topics, encode_status
 from .recorder import _PREFIX_PATTERN as _RECORDER_PREFIX
@@ -998,15 +998,10 @@ def _overrides_from_args(args: argparse.Namespace) -> tuple[dict[str, Any], list
     errors: list[str] = []
     broker = getattr(args, "broker", None)
     if broker is not None:
-        host, sep, port = broker.rpartition(":")
-        host = host.strip("[]")  # [::1]:1883
-        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-            errors.append(
-                f"--broker must be HOST:PORT with PORT in [1, 65535], got {broker!r}"
-            )
-        else:
-            overrides["mqtt.host"] = host
-            overrides["mqtt.port"] = int(port)
+        try:
+            overrides["mqtt.host"], overrides["mqtt.port"] = parse_broker(broker)
+        except ValueError as exc:
+            errors.append(f"--broker {exc}")
     if getattr(args, "state_dir", None) is not None:
         overrides["checkpoints.directory"] = args.state_dir
     if getattr(args, "gateway_id", None) is not None:

@@ -67,7 +67,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-__all__ = ["PROTOCOLS", "MqttSettings", "InboundMessage", "MqttBridge"]
+__all__ = ["PROTOCOLS", "MqttSettings", "InboundMessage", "MqttBridge", "parse_broker"]
 
 logger = logging.getLogger("firmware_bridge.mqtt")
 _paho_logger = logging.getLogger("firmware_bridge.mqtt.paho")
@@ -79,6 +79,24 @@ _MAX_RECEIVE_MAXIMUM = 65535
 _OUTBOUND_SUFFIX = "-out"
 # loop_misc (keepalive pings and their timeout) runs at least this often.
 _MISC_INTERVAL_S = 0.5
+
+
+def parse_broker(text: str) -> tuple[str, int]:
+    """``"HOST:PORT"`` (an IPv6 address in brackets) as ``(host, port)``; a
+    ``ValueError`` that says what is wrong otherwise.
+
+    >>> parse_broker("[::1]:1883"), parse_broker("gw.local:8883")
+    (('::1', 1883), ('gw.local', 8883))
+    >>> parse_broker("localhost")
+    Traceback (most recent call last):
+    ...
+    ValueError: must be HOST:PORT with PORT in [1, 65535], got 'localhost'
+    """
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"must be HOST:PORT with PORT in [1, 65535], got {text!r}")
+    return host, int(port)
 
 
 @dataclass(frozen=True)

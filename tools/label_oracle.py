@@ -37,15 +37,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 from edgelearn import datasets  # noqa: E402
 from firmware_bridge.protocol import Topics, decode_payload, encode_label  # noqa: E402
+from simulate_sensors import broker_argument  # noqa: E402
 
 __all__ = ["Oracle", "main"]
-
-
-def _parse_broker(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"must be HOST:PORT, got {text!r}")
-    return host.strip("[]"), int(port)
 
 
 _MAX_EXACT_SUBSCRIPTIONS = 100
@@ -124,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Answer edgelearn label requests from a data set's ground truth "
         "after a delay (the counterpart of tools/simulate_sensors.py).",
     )
-    parser.add_argument("--broker", type=_parse_broker, default=("localhost", 1883),
+    parser.add_argument("--broker", type=broker_argument, default=("localhost", 1883),
                         metavar="HOST:PORT", help="MQTT broker (default: localhost:1883)")
     parser.add_argument("--dataset", default="occupancy",
                         help="data set the simulator publishes (default: occupancy)")
