@@ -20,6 +20,7 @@ import pathlib
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -135,7 +136,7 @@ class Client:
 
     def __init__(self, port: int, client_id: str = "", persistent: bool = False,
                  username: str = "", password: str | None = None,
-                 subscribe: tuple[str, ...] = ()):
+                 subscribe: tuple[str, ...] = (), tls: dict | None = None):
         self.predictions: dict[str, collections.Counter] = collections.defaultdict(
             collections.Counter
         )
@@ -149,6 +150,8 @@ class Client:
                                   protocol=paho.MQTTv5)
         if username:
             self.client.username_pw_set(username, password)
+        if tls:
+            self.client.tls_set(ca_certs=tls["ca"], certfile=tls["cert"], keyfile=tls["key"])
         self.client.on_message = self._on_message
         self.client.on_publish = self._on_publish
         self.client.max_inflight_messages_set(100)
@@ -654,6 +657,68 @@ def test_bad_inputs_new_channel_names_and_forged_labels_leave_it_running(
     assert rss_after - rss_before < 40 * 1024, (rss_before, rss_after)
     assert gateway.process.poll() is None
     assert gateway.terminate() == 0
+
+
+# --- TLS ---------------------------------------------------------------------------------
+
+
+def _openssl(*args: str, cwd: pathlib.Path) -> None:
+    openssl = shutil.which("openssl")
+    assert openssl, "the TLS test needs openssl: install the Debian package `openssl`"
+    subprocess.run([openssl, *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def make_certificates(directory: pathlib.Path) -> dict[str, str]:
+    """A test CA, a server certificate for 127.0.0.1 and two client certificates."""
+    directory.mkdir(parents=True, exist_ok=True)
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+             "ca.crt", "-days", "2", "-subj", "/CN=edgelearn test CA", cwd=directory)
+    (directory / "server.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name, extra in (("server", ["-extfile", "server.ext"]), ("gateway", []),
+                        ("sensor", [])):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+                 f"{name}.csr", "-subj", f"/CN={name}", cwd=directory)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", *extra, cwd=directory)
+    return {name: str(directory / name) for name in
+            ("ca.crt", "server.crt", "server.key", "gateway.crt", "gateway.key",
+             "sensor.crt", "sensor.key")}
+
+
+def test_tls_with_client_certificates(tmp_path, gateways, observer_factory):
+    certs = make_certificates(tmp_path / "certs")
+    broker = Broker(tmp_path / "broker", extra=(
+        f"cafile {certs['ca.crt']}\ncertfile {certs['server.crt']}\n"
+        f"keyfile {certs['server.key']}\nrequire_certificate true\n"))
+    broker.start()
+    try:
+        sensor_tls = {"ca": certs["ca.crt"], "cert": certs["sensor.crt"],
+                      "key": certs["sensor.key"]}
+        observer = observer_factory(broker.port, tls=sensor_tls)
+        gateway = gateways(broker.port, extra=(
+            f'[mqtt.tls]\nenabled = true\nca_file = "{certs["ca.crt"]}"\n'
+            f'cert_file = "{certs["gateway.crt"]}"\nkey_file = "{certs["gateway.key"]}"\n'))
+        gateway.start()
+        gateway.wait_online(observer)
+        # A burst, so TLS records hold several messages and the worker must read what
+        # the TLS layer has decrypted but select() cannot see.
+        n = 2000
+        for seq in range(n):
+            observer.publish(*_data("tls0", seq))
+        wait_until(lambda: observer.seen("tls0") == set(range(n)), 60,
+                   "a prediction for every message over TLS")
+        assert max(observer.predictions["tls0"].values()) == 1
+        # Without a client certificate the broker lets nobody in.
+        anonymous = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5)
+        anonymous.tls_set(ca_certs=certs["ca.crt"])
+        with pytest.raises((OSError, ssl.SSLError)):
+            anonymous.connect("127.0.0.1", broker.port)
+            for _ in range(50):  # TLS 1.3 reports the missing certificate after connect
+                if anonymous.loop(0.1) != 0:
+                    raise ConnectionError("refused")
+        assert gateway.terminate() == 0
+    finally:
+        broker.stop()
 
 
 # --- the example ACL ------------------------------------------------------------------
