@@ -419,10 +419,14 @@ def _data(stream: str, seq: int, y=None) -> tuple[str, bytes]:
     return TOPICS.data(stream), encode_data(time.time(), seq, channels, y)
 
 
-def test_broker_restart_mid_stream_loses_no_qos1_data(broker, gateways, observer_factory):
+@pytest.mark.parametrize("protocol", ["MQTTv5", "MQTTv311"])
+def test_broker_restart_mid_stream_loses_no_qos1_data(broker, gateways, observer_factory,
+                                                      protocol):
     n = 3000
     observer = observer_factory(broker.port, client_id="test-observer", persistent=True)
     gateway = gateways(broker.port)
+    gateway.config.write_text(gateway.config.read_text().replace(
+        "[mqtt]\n", f'[mqtt]\nprotocol = "{protocol}"\n'))
     gateway.start()
     gateway.wait_online(observer)
     publisher = observer_factory(broker.port, client_id="test-publisher", subscribe=("none",))
