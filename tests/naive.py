@@ -355,3 +355,53 @@ def pa_learn(slots, x, y, w, intercept, C, mode, learn_intercept):
     step = tau * y
     w[np.asarray(slots)] += step * np.asarray(x, dtype=np.float64)
     return w, float(intercept) + (step if learn_intercept else 0.0), step
+
+
+# -- Gaussian naive Bayes ----------------------------------------------------------
+
+
+def nb_learn(slots, x, c, model, forget):
+    """Fold one instance of class c into a naive Bayes model
+    ``{"class_count", "count", "mean", "var"}``: every class count decays by
+    ``1 - forget``, class c's gains 1, and each present slot's mean and
+    population variance in row c move with the channel step."""
+    model = _copy(model)
+    model["class_count"] *= 1.0 - forget
+    model["class_count"][c] += 1.0
+    for s, v in zip(slots, x):
+        n = int(model["count"][c, s]) + 1
+        model["mean"][c, s], model["var"][c, s] = moving_moments(
+            model["mean"][c, s], model["var"][c, s], v, channel_step(n, forget)
+        )
+        model["count"][c, s] = n
+    return model
+
+
+def gaussian_log_pdf(x, mean, variance):
+    return -0.5 * math.log(2.0 * math.pi * variance) - (x - mean) ** 2 / (2.0 * variance)
+
+
+def nb_joint_log_likelihood(slots, x, model, var_floor, min_count):
+    """``(scores, n_used)``: log prior plus the Gaussian log densities (population
+    variance, floored) of the slots that every class with a count has seen at
+    least ``min_count`` times; ``-inf`` for classes never learned."""
+    class_count = model["class_count"]
+    counted = [c for c in range(len(class_count)) if class_count[c] > 0]
+    scores = np.full(len(class_count), -np.inf)
+    total = sum(class_count)
+    usable = [
+        (s, v) for s, v in zip(slots, x) if s >= 0 and all(model["count"][c, s] >= min_count for c in counted)
+    ]
+    for c in counted:
+        score = math.log(class_count[c] / total)
+        for s, v in usable:
+            score += gaussian_log_pdf(v, model["mean"][c, s], max(model["var"][c, s], var_floor))
+        scores[c] = score
+    return scores, len(usable)
+
+
+def nb_forget_slot(model, slot):
+    model = _copy(model)
+    for key in ("count", "mean", "var"):
+        model[key][:, slot] = 0
+    return model
