@@ -36,7 +36,8 @@ def _decimals(row):
 def test_results_pafe_on_a_slice(tmp_path, capsys):
     script = _load("results_pafe")
     out = tmp_path / "pafe.md"
-    argv = ["--tasks", "pima", "--runs", "2", "--occupancy-rows", "3000", "--out", str(out)]
+    argv = ["--tasks", "pima", "--runs", "2", "--long-overlap", "30", "--occupancy-rows", "3000",
+            "--out", str(out)]
     assert script.main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert f"`python tools/results_pafe.py {' '.join(argv)}`" in text
@@ -44,9 +45,10 @@ def test_results_pafe_on_a_slice(tmp_path, capsys):
     values = _decimals(_row(sections["Accuracy over period 2"], "pima"))
     assert len(values) == 2 * len(script.METHODS) and all(0.0 <= v <= 1.0 for v in values)
     assert len(_decimals(_row(sections["Not told T2 (doubling trick)"], "pima"))) == 4
+    assert len(_decimals(_row(sections["Beyond the paper: an overlap of 30 rows"], "pima"))) == 2 * len(script.LONG)
     occupancy = sections["Occupancy: one sensor set replaced by another"]
     for method in script.OCCUPANCY_METHODS:
-        assert len(_decimals(_row(occupancy, method))) == 6
+        assert len(_decimals(_row(occupancy, method))) == 2 * 4  # whole period and 3 windows
     verdict = sections["Verdict"]
     assert re.search(r"found the overlap at row T1 - 10 and the second period at row T1 in \d of 2 runs", verdict)
     assert "pima" in capsys.readouterr().err
