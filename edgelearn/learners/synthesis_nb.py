@@ -68,9 +68,9 @@ class SynthesisNB(Learner):
     once every class seen so far has observed it twice (a variance needs
     two values), and then for every class alike; the variance is the
     population variance (as River's and scikit-learn's ``GaussianNB``); a
-    model with no class yet predicts True (binary) or None (multiclass) and
-    counts as wrong, but there is no synthesis before class y has a
-    centroid.  The decision score is the log-odds ``log P(True | x) -
+    model with no class yet predicts True (binary) or None (multiclass), and
+    the step judges its mistake against that prediction; there is no
+    synthesis before class y has a centroid.  The decision score is the log-odds ``log P(True | x) -
     log P(False | x)`` (binary) or the log-likelihood gap between the best
     and the runner-up class (multiclass); 0 while a class is missing.
     It wants every label: ``decide_one`` always asks.
