@@ -16,6 +16,11 @@ dict path (through :func:`iter_array`) see the same stream:
 
 * :func:`hyperplane`: the rotating (moving) hyperplane of Hulten et al. (2001).
 
+Feature evolution (the PAFE protocol), also as an array with NaN for absent channels:
+
+* :func:`evolve_features`: a channel set replaced by a linear mix of it, with an
+  overlap in which both are present.
+
 >>> import numpy as np
 >>> X = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
 >>> list(iter_array(X, np.array([0, 1]), ["t", "h", "co2"]))
@@ -31,7 +36,7 @@ import numpy as np
 
 from edgelearn._validation import check_number, format_value
 
-__all__ = ["iter_array", "drop_features", "capricious", "hyperplane"]
+__all__ = ["iter_array", "drop_features", "capricious", "hyperplane", "evolve_features"]
 
 
 def _as_matrix(X: Any, owner: str) -> np.ndarray:
@@ -219,3 +224,61 @@ def hyperplane(
     y = (np.einsum("ij,ij->i", X, W) >= 0.5 * W.sum(axis=1)).astype(np.int64)
     y[flip_label] ^= 1
     return (X, y, W) if return_weights else (X, y)
+
+
+def evolve_features(
+    X: Any,
+    t1: int,
+    overlap: int,
+    n_new: int | None = None,
+    seed: Any = 0,
+    mixing: Any = None,
+):
+    """A feature-evolvable stream (Hou, Zhang and Zhou 2017; the PAFE protocol):
+    the old channels ``X`` (n x d1) are replaced by new ones ``X2 = X G``.
+
+    Rows ``0 .. t1-1`` carry the old channels, rows ``t1-overlap .. n-1`` the new
+    ones, so the last ``overlap`` rows of the first period carry both and the
+    ``T2 = n - t1`` rows of the second period only the new ones. ``G`` is
+    ``mixing`` if given (d1 x d2), else a standard Gaussian d1 x ``n_new`` matrix
+    (default ``n_new = d1``) drawn from ``numpy.random.default_rng(seed)``.
+
+    Returns ``(Z, G)``: ``Z`` of shape (n, d1 + d2), the old channels in the first
+    d1 columns and the new ones after, NaN where a channel is absent (a NaN in X
+    stays missing in its own column; a new channel mixing a missing value is
+    missing too). ``X`` is not modified.
+
+    >>> X = np.arange(8, dtype=float).reshape(4, 2)
+    >>> Z, G = evolve_features(X, t1=2, overlap=1, mixing=np.eye(2))
+    >>> Z
+    array([[ 0.,  1., nan, nan],
+           [ 2.,  3.,  2.,  3.],
+           [nan, nan,  4.,  5.],
+           [nan, nan,  6.,  7.]])
+    >>> evolve_features(X, t1=2, overlap=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'overlap' parameter of evolve_features must be an int in [0, 2]. Got 3.
+    """
+    owner = "evolve_features"
+    X = _as_matrix(X, owner)
+    n, d1 = X.shape
+    t1 = check_number("t1", t1, owner, 0, n, integer=True)
+    overlap = check_number("overlap", overlap, owner, 0, t1, integer=True)
+    if mixing is None:
+        d2 = d1 if n_new is None else check_number("n_new", n_new, owner, 1, None, integer=True)
+        G = _rng(seed, owner).standard_normal((d1, d2))
+    else:
+        G = np.array(mixing, dtype=np.float64)
+        if G.ndim != 2 or G.shape[0] != d1:
+            raise ValueError(f"The 'mixing' parameter of {owner} must be a matrix with {d1} rows "
+                             f"(one per column of X). Got shape {G.shape}.")
+        if not np.isfinite(G).all():
+            raise ValueError(f"The 'mixing' parameter of {owner} must be finite.")
+        d2 = G.shape[1]
+    Z = np.full((n, d1 + d2), np.nan)
+    Z[:t1, :d1] = X[:t1]
+    start = t1 - overlap
+    # NaN times 0 is NaN, so a missing old value leaves its mixes missing.
+    Z[start:, d1:] = X[start:] @ G
+    return Z, G

@@ -1,4 +1,5 @@
 import math
+import re
 
 import numpy as np
 import pytest
@@ -227,3 +228,43 @@ def test_hyperplane_rejects_bad_parameters_by_name():
         hyperplane(10, sigma=2)
     with pytest.raises(TypeError, match="'n' parameter of hyperplane"):
         hyperplane(10.0)
+
+
+def test_evolve_features_layout_mixing_and_seeds():
+    from edgelearn.streams import evolve_features
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    X[4, 1] = np.nan
+    Z, G = evolve_features(X, t1=20, overlap=5, n_new=4, seed=7)
+    assert Z.shape == (30, 7) and G.shape == (3, 4)
+    np.testing.assert_array_equal(Z[:20, :3], X[:20])
+    assert np.isnan(Z[20:, :3]).all() and np.isnan(Z[:15, 3:]).all()
+    np.testing.assert_allclose(Z[15:, 3:], X[15:] @ G)
+    # Same seed, same G; the input is untouched.
+    np.testing.assert_array_equal(evolve_features(X, 20, 5, n_new=4, seed=7)[1], G)
+    assert not np.array_equal(evolve_features(X, 20, 5, n_new=4, seed=8)[1], G)
+    # A missing old value makes its mixes missing where they are present.
+    Z, _ = evolve_features(X, t1=10, overlap=8, seed=1)
+    assert np.isnan(Z[4, 3:]).all() and np.isnan(Z[4, 1]) and not np.isnan(Z[4, [0, 2]]).any()
+    # No overlap: the sets never meet.
+    Z, _ = evolve_features(X, t1=12, overlap=0, mixing=np.eye(3))
+    assert not (~np.isnan(Z[:, :3]) & ~np.isnan(Z[:, 3:])).any()
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,shown",
+    [
+        ({"t1": 31, "overlap": 0}, ValueError, "'t1' parameter of evolve_features must be an int in [0, 30]"),
+        ({"t1": 10, "overlap": 11}, ValueError, "'overlap' parameter of evolve_features must be an int in [0, 10]"),
+        ({"t1": 10, "overlap": 2, "n_new": 0}, ValueError, "'n_new' parameter"),
+        ({"t1": 10, "overlap": 2, "mixing": np.ones((2, 2))}, ValueError, "matrix with 3 rows"),
+        ({"t1": 10, "overlap": 2, "mixing": np.full((3, 2), np.nan)}, ValueError, "must be finite"),
+        ({"t1": 10.0, "overlap": 2}, TypeError, "'t1' parameter"),
+    ],
+)
+def test_evolve_features_rejects_bad_parameters(kwargs, exc, shown):
+    from edgelearn.streams import evolve_features
+
+    with pytest.raises(exc, match=re.escape(shown)):
+        evolve_features(np.zeros((30, 3)), **kwargs)

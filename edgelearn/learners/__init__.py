@@ -3,12 +3,14 @@
 from .base import Decision, Learner
 from .pa import PA
 from .paacds import PAACDS
+from .pafe import PAFE
+from .synthesis_nb import SynthesisNB
 
 #: Learner classes by the ``kind`` their state carries.
-LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS)}
+LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS, PAFE, SynthesisNB)}
 
 #: Learner classes by the name a configuration file uses for them.
-KINDS = {"paacds": PAACDS, "pa": PA}
+KINDS = {"paacds": PAACDS, "pa": PA, "pafe": PAFE, "synthesis_nb": SynthesisNB}
 
 
 def make_learner(kind: str, params: dict | None = None) -> Learner:
@@ -19,7 +21,7 @@ def make_learner(kind: str, params: dict | None = None) -> Learner:
     >>> make_learner("svm")
     Traceback (most recent call last):
     ...
-    ValueError: The 'kind' parameter of a learner configuration must be one of {'paacds', 'pa'}. Got 'svm'.
+    ValueError: The 'kind' parameter of a learner configuration must be one of {'paacds', 'pa', 'pafe', 'synthesis_nb'}. Got 'svm'.
     """
     from .._validation import check_choice
 
@@ -43,4 +45,7 @@ def from_state(state: dict) -> Learner:
     return LEARNERS[kind].from_state(state)
 
 
-__all__ = ["Decision", "KINDS", "Learner", "LEARNERS", "PA", "PAACDS", "from_state", "make_learner"]
+__all__ = [
+    "Decision", "KINDS", "Learner", "LEARNERS", "PA", "PAACDS", "PAFE", "SynthesisNB", "from_state",
+    "make_learner",
+]
