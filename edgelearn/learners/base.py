@@ -204,6 +204,10 @@ class LabelIndex:
             self._index[y] = i
         return i
 
+    def find(self, y) -> int:
+        """The index of ``y``, or -1 if it has not been seen."""
+        return self._index.get(y, -1)
+
     def load(self, labels) -> None:
         """Start again from a saved ``labels`` list."""
         self.labels = []
