@@ -276,6 +276,8 @@ class ChannelSpace:
 
 
 def _as_float(name, value) -> float:
+    if type(value) is float:  # what the gateway hands over: skip the slower ABC check
+        return value
     if isinstance(value, numbers.Real):
         return float(value)
     raise TypeError(f"Channel {name!r} must be a number. Got {type(value).__name__} {value!r}.")

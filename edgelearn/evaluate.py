@@ -188,7 +188,7 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
             uniques, y_labels = _codes(y, model)
             code_class = np.full(len(uniques), -1, dtype=np.int64)
             for code, label in enumerate(uniques):
-                code_class[code] = model._class_index.get(label, -1)
+                code_class[code] = model._labels.find(label)
             class_code = np.full(model.n_classes, -1, dtype=np.int64)
             for code, c in enumerate(code_class):
                 if c >= 0:
@@ -199,12 +199,12 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
             model.W, model.b, model.active, model.h, model.h_n, model.h_mean, model.h_var, model._h_forget, _K0,
             model.rng_state, model._current_delta, target, float(model.budget_gain), float(model.C),
             model._variant_i, model.learn_intercept, model._lam, float(model.B), model._max_weights,
-            code_class, class_code, len(model._classes), model._scores, model._idx_buf, model._score_buf,
+            code_class, class_code, len(model._labels.labels), model._scores, model._idx_buf, model._score_buf,
             pred, margins, asked,
         )
         model._current_delta = float(delta)
-        for c in range(len(model._classes), n_known):
-            model._label_index(uniques[class_code[c]])
+        for c in range(len(model._labels.labels), n_known):
+            model._labels.index(uniques[class_code[c]])
     seconds = time.perf_counter() - start
 
     space.t, space.n_assigned, space.n_ignored, space.n_evicted = (int(v) for v in counters)
@@ -215,7 +215,7 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
         predictions = pred > 0
     else:
         truth = y
-        predictions = [None if c < 0 else model._classes[c] for c in pred]
+        predictions = [None if c < 0 else model._labels.labels[c] for c in pred]
     return _result(truth, predictions, asked, seconds, binary)
 
 
@@ -233,7 +233,7 @@ def _codes(y, model) -> tuple[list, np.ndarray]:
     for i, v in enumerate(y.tolist()):
         out[i] = codes.setdefault(v, len(codes))
     uniques = list(codes)
-    total = set(model._classes) | set(uniques)
+    total = set(model._labels.labels) | set(uniques)
     if len(total) > model.n_classes:
         raise ValueError(
             f"PAACDS was built with n_classes={model.n_classes}; these labels hold {len(total)} classes."

@@ -11,6 +11,16 @@ channel name to Python ``float``; a channel that is missing is absent from the d
 * :func:`capricious` is both at once, so the dict stream and the array form carry the
   same missing pattern.
 
+Synthetic generators return arrays ``(X, y)``, seeded, so the jitted replay and the
+dict path (through :func:`iter_array`) see the same stream:
+
+* :func:`hyperplane`: the rotating (moving) hyperplane of Hulten et al. (2001).
+
+Feature evolution (the PAFE protocol), also as an array with NaN for absent channels:
+
+* :func:`evolve_features`: a channel set replaced by a linear mix of it, with an
+  overlap in which both are present.
+
 >>> import numpy as np
 >>> X = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
 >>> list(iter_array(X, np.array([0, 1]), ["t", "h", "co2"]))
@@ -26,7 +36,7 @@ import numpy as np
 
 from edgelearn._validation import check_number, format_value
 
-__all__ = ["iter_array", "drop_features", "capricious"]
+__all__ = ["iter_array", "drop_features", "capricious", "hyperplane", "evolve_features"]
 
 
 def _as_matrix(X: Any, owner: str) -> np.ndarray:
@@ -157,3 +167,118 @@ def capricious(
     [['1', '2', '3'], ['0', '2', '3'], ['0', '1', '2', '3']]
     """
     return iter_array(_drop(X, alpha, seed, "capricious"), y, feature_names)
+
+
+def hyperplane(
+    n: int,
+    n_features: int = 10,
+    n_drift_features: int = 2,
+    mag_change: float = 0.0,
+    sigma: float = 0.1,
+    noise: float = 0.05,
+    seed: Any = 0,
+    return_weights: bool = False,
+):
+    """The rotating hyperplane stream (Hulten, Spencer and Domingos 2001; MOA's
+    ``HyperplaneGenerator``): ``n`` instances, features uniform in [0, 1].
+
+    The label is 1 when ``sum_i w_i x_i >= 0.5 * sum_i w_i``, else 0, then flipped
+    with probability ``noise``. After each instance, each of the first
+    ``n_drift_features`` weights moves by ``mag_change`` in its current direction,
+    and that direction reverses with probability ``sigma``; the initial weights are
+    uniform in [0, 1] and every direction starts at +1. With ``mag_change = 0`` the
+    concept is fixed.
+
+    Returns ``(X, y)``: float64 ``(n, n_features)`` and int64 labels in {0, 1}; with
+    ``return_weights=True`` also the ``(n, n_features)`` weights each instance was
+    labelled with. The same ``seed`` gives the same stream.
+
+    >>> X, y = hyperplane(4, n_features=3, seed=3)
+    >>> X.shape, y.tolist()
+    ((4, 3), [0, 1, 0, 1])
+    >>> hyperplane(10, n_drift_features=11)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'n_drift_features' parameter of hyperplane must be an int in [0, 10]. Got 11.
+    """
+    owner = "hyperplane"
+    n = check_number("n", n, owner, 0, None, integer=True)
+    d = check_number("n_features", n_features, owner, 1, None, integer=True)
+    k = check_number("n_drift_features", n_drift_features, owner, 0, d, integer=True)
+    mag_change = check_number("mag_change", mag_change, owner, 0, None)
+    sigma = check_number("sigma", sigma, owner, 0, 1)
+    noise = check_number("noise", noise, owner, 0, 1)
+    rng = _rng(seed, owner)
+    weights0 = rng.random(d)
+    X = rng.random((n, d))
+    flip_label = rng.random(n) < noise
+    reverse = rng.random((n, k)) < sigma
+    # Direction used after instance t: +1 reversed once per earlier reversal, so a
+    # cumulative product; the weight of instance t adds the steps of instances < t.
+    direction = np.cumprod(np.where(reverse, -1.0, 1.0), axis=0)
+    direction = np.vstack([np.ones((1, k)), direction[:-1]]) if n else direction
+    steps = np.cumsum(direction, axis=0) * mag_change
+    W = np.broadcast_to(weights0, (n, d)).copy()
+    if n:
+        W[1:, :k] += steps[:-1]
+    y = (np.einsum("ij,ij->i", X, W) >= 0.5 * W.sum(axis=1)).astype(np.int64)
+    y[flip_label] ^= 1
+    return (X, y, W) if return_weights else (X, y)
+
+
+def evolve_features(
+    X: Any,
+    t1: int,
+    overlap: int,
+    n_new: int | None = None,
+    seed: Any = 0,
+    mixing: Any = None,
+):
+    """A feature-evolvable stream (Hou, Zhang and Zhou 2017; the PAFE protocol):
+    the old channels ``X`` (n x d1) are replaced by new ones ``X2 = X G``.
+
+    Rows ``0 .. t1-1`` carry the old channels, rows ``t1-overlap .. n-1`` the new
+    ones, so the last ``overlap`` rows of the first period carry both and the
+    ``T2 = n - t1`` rows of the second period only the new ones. ``G`` is
+    ``mixing`` if given (d1 x d2), else a standard Gaussian d1 x ``n_new`` matrix
+    (default ``n_new = d1``) drawn from ``numpy.random.default_rng(seed)``.
+
+    Returns ``(Z, G)``: ``Z`` of shape (n, d1 + d2), the old channels in the first
+    d1 columns and the new ones after, NaN where a channel is absent (a NaN in X
+    stays missing in its own column; a new channel mixing a missing value is
+    missing too). ``X`` is not modified.
+
+    >>> X = np.arange(8, dtype=float).reshape(4, 2)
+    >>> Z, G = evolve_features(X, t1=2, overlap=1, mixing=np.eye(2))
+    >>> Z
+    array([[ 0.,  1., nan, nan],
+           [ 2.,  3.,  2.,  3.],
+           [nan, nan,  4.,  5.],
+           [nan, nan,  6.,  7.]])
+    >>> evolve_features(X, t1=2, overlap=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'overlap' parameter of evolve_features must be an int in [0, 2]. Got 3.
+    """
+    owner = "evolve_features"
+    X = _as_matrix(X, owner)
+    n, d1 = X.shape
+    t1 = check_number("t1", t1, owner, 0, n, integer=True)
+    overlap = check_number("overlap", overlap, owner, 0, t1, integer=True)
+    if mixing is None:
+        d2 = d1 if n_new is None else check_number("n_new", n_new, owner, 1, None, integer=True)
+        G = _rng(seed, owner).standard_normal((d1, d2))
+    else:
+        G = np.array(mixing, dtype=np.float64)
+        if G.ndim != 2 or G.shape[0] != d1:
+            raise ValueError(f"The 'mixing' parameter of {owner} must be a matrix with {d1} rows "
+                             f"(one per column of X). Got shape {G.shape}.")
+        if not np.isfinite(G).all():
+            raise ValueError(f"The 'mixing' parameter of {owner} must be finite.")
+        d2 = G.shape[1]
+    Z = np.full((n, d1 + d2), np.nan)
+    Z[:t1, :d1] = X[:t1]
+    start = t1 - overlap
+    # NaN times 0 is NaN, so a missing old value leaves its mixes missing.
+    Z[start:, d1:] = X[start:] @ G
+    return Z, G

@@ -2,19 +2,22 @@
 
 Threads and who owns what:
 
-* paho's network thread (:class:`~firmware_bridge.mqtt.MqttBridge`) receives messages
-  and only puts them into the bounded inbound queue;
-* one worker thread owns the :class:`~firmware_bridge.pipeline.Pipeline`, the
-  recorder and the checkpoints: it takes a message, records it (optional), runs it
-  through the pipeline, hands the outputs to paho and then acknowledges it; between
-  messages (at least every :data:`TICK_SECONDS`) it pets the systemd watchdog,
+* one worker thread owns everything that moves: the
+  :class:`~firmware_bridge.mqtt.MqttBridge` (it drives both MQTT connections itself,
+  through paho's external-loop interface), the
+  :class:`~firmware_bridge.pipeline.Pipeline`, the recorder and the checkpoints. Each
+  turn it polls the network (paho's on_message only puts messages into the bounded
+  inbound queue), takes queued messages while the outbound in-flight window has room,
+  records each (optional), runs it through the pipeline, queues the outputs for
+  publishing, and acknowledges a message once the broker has taken its outputs;
+  between turns (at least every :data:`TICK_SECONDS`) it pets the systemd watchdog,
   publishes the retained status message when due, expires label requests and writes
   per-stream checkpoints when due. The watchdog is fed from this loop on purpose: a
   stuck worker stops feeding it and systemd restarts the service;
-* the main thread waits for SIGTERM/SIGINT, then stops intake (later messages stay
-  unacknowledged and the broker keeps them for the next session), lets the worker
-  drain the queue, writes checkpoints, publishes the retained ``"stopped"`` status and
-  disconnects.
+* the main thread waits for SIGTERM/SIGINT and asks the worker to stop: it stops
+  reading (later messages stay unacknowledged and the broker keeps them for the next
+  session), finishes what it received, writes checkpoints, publishes the retained
+  ``"stopped"`` status and disconnects; the main thread waits for that.
 
 Checkpoints are one file per stream, ``stream-<quoted id>.ckpt`` in the checkpoint
 directory, written with :func:`edgelearn.state.save_checkpoint` (atomic, two
@@ -37,7 +40,6 @@ import logging
 import math
 import os
 import platform
-import queue
 import signal
 import socket
 import sys
@@ -55,7 +57,7 @@ import edgelearn
 from edgelearn.state import CheckpointError, load_checkpoint, save_checkpoint
 
 from .labels import PendingLabels
-from .mqtt import PROTOCOLS, InboundMessage, MqttBridge, MqttSettings
+from .mqtt import PROTOCOLS, InboundMessage, MqttBridge, MqttSettings, parse_broker
 from .pipeline import Pipeline, RateLimitedLog, StateMismatch
 from .protocol import DEFAULT_LIMITS, Limits, Topics, encode_status
 from .recorder import _PREFIX_PATTERN as _RECORDER_PREFIX
@@ -78,12 +80,17 @@ TICK_SECONDS = 0.25
 """Longest the worker waits for a message before doing its periodic work."""
 
 _STATUS_MIN_INTERVAL_S = 1.0  # status on change, but not more often than this
-_DRAIN_TIMEOUT_S = 60.0
+# At a stop: how long the worker may go on with what it had received (outputs the
+# broker has not taken by then leave their messages unacknowledged: they come again),
+# how long the "stopped" status may take, and how long the main thread waits for all.
+_STOP_DRAIN_S = 5.0
 _FINAL_PUBLISH_TIMEOUT_S = 5.0
-_ACK_POLL_S = 0.002
-_OUTGOING_WAIT_WHEN_STOPPING_S = 5.0
+_STOP_JOIN_S = 60.0
 _CHECKPOINT_PREFIX = "stream-"
 _CHECKPOINT_SUFFIX = ".ckpt"
+# The worker fills the in-flight window and may then publish one message's outputs
+# (prediction and label request) and a status: paho's queue needs that much more.
+_OUTPUT_MARGIN = 3
 # Per queued message beyond its payload: the tuple, the topic str, the float (bytes).
 _QUEUED_MESSAGE_OVERHEAD = 256
 # paho keeps each outgoing QoS>0 message as an MQTTMessage with its info object.
@@ -396,6 +403,12 @@ def _build(
             f"[mqtt] reconnect_max_delay_seconds must be >= reconnect_min_delay_seconds "
             f"({low}), got {high}"
         )
+    queued, inflight = mq["max_queued_messages"], mq["max_inflight_messages"]
+    if _ok(queued, inflight) and queued and queued < inflight + _OUTPUT_MARGIN:
+        errors.append(
+            f"[mqtt] max_queued_messages must be 0 or at least max_inflight_messages + "
+            f"{_OUTPUT_MARGIN} ({inflight + _OUTPUT_MARGIN}), got {queued}"
+        )
     if mq["host"] == "":
         errors.append("[mqtt] host must not be empty, got ''")
     password = None
@@ -530,6 +543,9 @@ class SystemdNotifier:
         try:
             if self._socket is None:
                 self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                # The worker sends these: a reader that is not reading must not stop
+                # it (a full socket drops the datagram instead).
+                self._socket.setblocking(False)
             self._socket.sendto(state.encode("utf-8"), self.address)
         except OSError as exc:
             if not self._failed:  # once: a broken socket would log every tick
@@ -589,7 +605,6 @@ class Gateway:
         self._clock = clock
         self.started_at = time.time()
         self.status_topic = config.topics.status(config.gateway_id)
-        self.inbound: queue.Queue[InboundMessage] = queue.Queue(config.inbound_queue_length)
         self.pipeline = config.make_pipeline(clock)
         self._log = RateLimitedLog(logger, config.reject_log_interval_s, clock)
         self.counters = {
@@ -600,8 +615,8 @@ class Gateway:
             "status_published": 0,
         }
         self._saved_revision: dict[str, int] = {}
-        # (mid, qos, paho info of the last output) of processed, unacknowledged messages.
-        self._unacked: collections.deque = collections.deque()
+        # (message, paho info of its last output) of processed, unacknowledged messages.
+        self._unacked: collections.deque[tuple[InboundMessage, Any]] = collections.deque()
         self.checkpoint_report: dict[str, Any] = {
             "directory": config.checkpoint_dir,
             "restored": [],
@@ -624,19 +639,18 @@ class Gateway:
         self.bridge = MqttBridge(
             config.mqtt,
             config.topics.inbound_filters(),
-            self.inbound,
             self.status_topic,
             encode_status({"state": "offline", "gateway": config.gateway_id}),
             config.limits.max_payload_bytes,
+            config.inbound_queue_length,
             on_connection_change=self._mark_status_changed,
+            clock=clock,
         )
         self._stop = threading.Event()
-        self._draining = threading.Event()
         self._status_changed = True
         self._worker = threading.Thread(target=self._work, name="edgelearn-worker", daemon=True)
         self._failed = False
         self._shut_down = False
-        self._drain_deadline = math.inf
         now = clock()
         self._next_housekeeping = now
         self._next_status = now
@@ -751,7 +765,7 @@ class Gateway:
                 "python": platform.python_version(),
             },
             "learner": pipeline_status["learner"],
-            "queue": {"length": self.inbound.qsize(), "capacity": self.inbound.maxsize},
+            "queue": {"length": len(self.bridge.inbound), "capacity": self.bridge.queue_capacity},
             "counters": counters,
             "streams": pipeline_status["streams"],
             "memory": self.memory(),
@@ -779,52 +793,48 @@ class Gateway:
             self._log.warning("worker_error", "%s on topic %.80r: %r", type(exc).__name__,
                               item.topic, exc)
             outputs = ()
-        if outputs and self.bridge.outgoing_full(len(outputs)):
-            self._wait_for_outgoing_room(len(outputs))
         publish = self.bridge.publish
         last = None
         for out in outputs:
             last = publish(out.topic, out.payload, out.qos, out.retain)
         if item.qos:
             # Acknowledged once its outputs are with the broker (see _release_acks).
-            self._unacked.append((item.mid, item.qos, last))
-            self._release_acks()
+            self._unacked.append((item, last))
+
+    def _process_queued(self) -> None:
+        """Process received messages while the outbound window has room: a busy broker
+        slows the worker down (and, through the acks, the senders) instead of
+        predictions being dropped."""
+        inbound = self.bridge.inbound
+        room = self.bridge.outgoing_room
+        process = self._process
+        while inbound and room() > 0:
+            process(inbound.popleft())
 
     def _release_acks(self) -> None:
         """Acknowledge processed messages whose outputs the broker has taken.
 
-        Acknowledging as soon as the outputs are handed to paho would lose them if the
-        process died before paho sent them: the broker would not redeliver an
-        acknowledged message. Outputs of one message go out in order, so its last
-        one stands for all; acks go in the order messages came, as MQTT requires.
+        Acknowledging as soon as the outputs are queued would lose them if the process
+        died before they were sent: the broker would not redeliver an acknowledged
+        message. Outputs of one message go out in order, so its last one stands for
+        all; acks go in the order messages came, as MQTT requires.
         """
         unacked = self._unacked
         ack = self.bridge.ack
         while unacked:
-            mid, qos, info = unacked[0]
-            if info is not None:
-                try:
-                    if not info.is_published():
-                        return
-                except (ValueError, RuntimeError):
-                    pass  # never queued (counted as dropped): nothing to wait for
-            unacked.popleft()
-            ack(mid, qos)
-
-    def _wait_for_outgoing_room(self, needed: int) -> None:
-        # Holding this message (and its ack) back slows the broker down instead of
-        # dropping predictions. No deadlock: the outbound connection's thread never
-        # waits for the worker. While the broker is away this can last, so the
-        # periodic work (the watchdog above all) goes on; when stopping, wait only
-        # a little, since the drain must end.
-        give_up = self._clock() + _OUTGOING_WAIT_WHEN_STOPPING_S
-        while self.bridge.outgoing_full(needed):
-            now = self._clock()
-            if self._draining.is_set() and now >= give_up:
+            item, info = unacked[0]
+            if info is not None and not _taken_by_broker(info):
                 return
-            if now >= self._next_housekeeping:
-                self._housekeeping(now)
-            time.sleep(0.001)
+            unacked.popleft()
+            ack(item)
+
+    def _turn(self, timeout: float) -> None:
+        """One round of the worker: network, messages, acks."""
+        bridge = self.bridge
+        bridge.poll(timeout)
+        self._process_queued()
+        self._release_acks()
+        bridge.flush()
 
     def _housekeeping(self, now: float) -> None:
         self._next_housekeeping = now + TICK_SECONDS
@@ -842,8 +852,6 @@ class Gateway:
             self._next_status = now + self.config.status_interval_s
             self.pipeline.expire_labels()
             self.publish_status("online")
-        if self.bridge.needs_session_resumption() and self.inbound.qsize() == 0:
-            self.bridge.resume_session()
         if now >= self._next_checkpoint:
             self._next_checkpoint = now + self.config.checkpoint_interval_s
             self.checkpoint()
@@ -855,37 +863,52 @@ class Gateway:
                 self.counters["recorder_errors"] += 1
                 self._log.warning("recorder_error", "%s", exc)
 
+    def _idle_timeout(self) -> float:
+        if self.bridge.inbound and self.bridge.outgoing_room() > 0:
+            return 0.0
+        return min(TICK_SECONDS, max(0.0, self._next_housekeeping - self._clock()))
+
     def _work(self) -> None:
-        get = self.inbound.get
-        clock = self._clock
         try:
-            while True:
-                try:
-                    # Poll quickly while acks wait for the broker to take outputs.
-                    item = get(timeout=_ACK_POLL_S if self._unacked else TICK_SECONDS)
-                except queue.Empty:
-                    self._release_acks()
-                    # At a stop, outputs the broker has not taken within the deadline
-                    # leave their messages unacknowledged: they come again next time.
-                    if self._draining.is_set() and (
-                        not self._unacked or clock() >= self._drain_deadline
-                    ):
-                        return
-                    item = None
-                if item is not None:
-                    self._process(item)
+            clock = self._clock
+            while not self._stop.is_set():
+                self._turn(self._idle_timeout())
                 now = clock()
                 if now >= self._next_housekeeping:
                     self._housekeeping(now)
+            # Told here, after the last watchdog pet: no more of those, nor "online".
+            self.notifier.notify("STOPPING=1")
+            self._finish()
         except BaseException:
             self._failed = True
             logger.critical("the worker thread failed; stopping the gateway", exc_info=True)
             self._stop.set()
 
+    def _finish(self) -> None:
+        """The worker's part of a stop: stop reading, finish what was received (for at
+        most :data:`_STOP_DRAIN_S`), checkpoint, publish "stopped", disconnect."""
+        bridge = self.bridge
+        logger.info("stopping: finishing %d queued message(s)", len(bridge.inbound))
+        bridge.pause_intake()
+        deadline = self._clock() + _STOP_DRAIN_S
+        while (bridge.inbound or self._unacked) and self._clock() < deadline:
+            self._turn(0.01)
+        left = len(bridge.inbound) + len(self._unacked)
+        if left:
+            logger.warning("%d message(s) left unacknowledged; the broker delivers them "
+                           "again at the next start", left)
+        self.checkpoint()
+        info = self.publish_status("stopped")
+        deadline = self._clock() + _FINAL_PUBLISH_TIMEOUT_S
+        while (info is not None and bridge.connected and not _taken_by_broker(info)
+               and self._clock() < deadline):
+            bridge.poll(0.01)
+        bridge.disconnect()
+
     # -- life cycle ------------------------------------------------------------------
 
     def start(self) -> None:
-        """Connect (in the background) and start the worker; then tell systemd READY."""
+        """Start the worker (it connects in the background); then tell systemd READY."""
         self.bridge.start()
         self._worker.start()
         self.notifier.notify("READY=1")
@@ -907,35 +930,23 @@ class Gateway:
         return self._stop.wait(timeout)
 
     def shutdown(self) -> int:
-        """Stop intake, drain, checkpoint, publish "stopped", disconnect; return the exit
-        status (0, or 1 if the worker had failed). Idempotent."""
+        """Stop intake, finish, checkpoint, publish "stopped", disconnect (all done by
+        the worker; this waits for it); return the exit status (0, or 1 if the worker
+        had failed or did not finish). Idempotent."""
         if self._shut_down:
             return 1 if self._failed else 0
         self._shut_down = True
-        self.notifier.notify("STOPPING=1")
-        logger.info("stopping: draining %d queued message(s)", self.inbound.qsize())
-        self.bridge.pause_intake()
-        self._drain_deadline = self._clock() + _OUTGOING_WAIT_WHEN_STOPPING_S
-        self._draining.set()
+        self._stop.set()
         if self._worker.is_alive():
-            self._worker.join(_DRAIN_TIMEOUT_S)
-        if self._worker.is_alive():
-            logger.error("the worker did not drain within %.0f s", _DRAIN_TIMEOUT_S)
-            self._failed = True
-        else:
-            self.checkpoint()
-            info = self.publish_status("stopped")
-            if info is not None and self.bridge.connected:
-                try:
-                    info.wait_for_publish(_FINAL_PUBLISH_TIMEOUT_S)
-                except (RuntimeError, ValueError):
-                    pass  # disconnected meanwhile: the last will says "offline"
+            self._worker.join(_STOP_JOIN_S)
+            if self._worker.is_alive():
+                logger.error("the worker did not finish within %.0f s", _STOP_JOIN_S)
+                self._failed = True
         if self.recorder is not None:
             try:
                 self.recorder.close()
             except OSError as exc:
                 logger.error("closing the recorder failed: %s", exc)
-        self.bridge.stop(_FINAL_PUBLISH_TIMEOUT_S)
         self.notifier.close()
         logger.info("stopped")
         return 1 if self._failed else 0
@@ -950,6 +961,14 @@ class Gateway:
         finally:
             status = self.shutdown()
         return status
+
+
+def _taken_by_broker(info: Any) -> bool:
+    """Whether paho's message info says the broker has the message (QoS 0: written)."""
+    try:
+        return info.is_published()
+    except (ValueError, RuntimeError):
+        return True  # never queued (counted as dropped): nothing to wait for
 
 
 # --- command line ---------------------------------------------------------------------
@@ -979,15 +998,10 @@ def _overrides_from_args(args: argparse.Namespace) -> tuple[dict[str, Any], list
     errors: list[str] = []
     broker = getattr(args, "broker", None)
     if broker is not None:
-        host, sep, port = broker.rpartition(":")
-        host = host.strip("[]")  # [::1]:1883
-        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-            errors.append(
-                f"--broker must be HOST:PORT with PORT in [1, 65535], got {broker!r}"
-            )
-        else:
-            overrides["mqtt.host"] = host
-            overrides["mqtt.port"] = int(port)
+        try:
+            overrides["mqtt.host"], overrides["mqtt.port"] = parse_broker(broker)
+        except ValueError as exc:
+            errors.append(f"--broker {exc}")
     if getattr(args, "state_dir", None) is not None:
         overrides["checkpoints.directory"] = args.state_dir
     if getattr(args, "gateway_id", None) is not None:

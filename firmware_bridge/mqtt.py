@@ -1,7 +1,12 @@
 """The gateway's MQTT client: paho-mqtt 2.x with a persistent session and manual acks.
 
 :class:`MqttBridge` holds two ``paho.mqtt.client.Client`` connections (callback API
-version 2) and does only network work; the gateway's worker thread does the rest.
+version 2) and drives both from the thread that calls :meth:`MqttBridge.poll`: the
+gateway's worker. paho's external-loop interface (``loop_read``, ``loop_write``,
+``loop_misc`` around our own ``select``) replaces its network threads, so a message
+is received, processed, published and acknowledged by one thread, with no hand-over
+between threads under the GIL and no wake-up per packet; it is what makes the gateway
+fast on a two-core board.
 
 The **inbound** connection receives data and label answers:
 
@@ -11,46 +16,46 @@ The **inbound** connection receives data and label answers:
 * **subscriptions in on_connect**, so every (re)connection has them even if the
   broker lost the session;
 * **manual acks**: an inbound QoS 1 message is acknowledged only when the worker calls
-  :meth:`MqttBridge.ack` after processing it; a message that was never acknowledged is
+  :meth:`MqttBridge.ack` after processing it; a message never acknowledged is
   redelivered by the broker when the session resumes (after a reconnect or a
   restart), so nothing the broker accepted is lost to a crash. Delivery is at least
   once: a message processed but not yet acknowledged when the connection drops comes
   again, and is predicted again;
-* **on_message only enqueues** ``(topic, payload, received_at, mid, qos)`` into the
-  bounded inbound queue. When the queue is full it waits up to ``full_wait_s`` for
-  room: that stops paho reading, so TCP pushes back on the broker, which keeps the
-  backlog (the client announces a Receive Maximum no larger than the queue with MQTT
-  5, but brokers do not all keep to it: mosquitto 2.0.11 does not, with 3.1.1 or 5).
-  The worker never waits for paho's threads, so the wait ends when the worker takes
-  the next message. If the queue stays full that long (a stuck worker), the message
-  is counted and not acknowledged: a QoS 1 message stays in flight at the broker
-  until the session resumes, so once the queue has drained the worker calls
-  :meth:`MqttBridge.resume_session`, which reconnects and gets it redelivered; a
-  QoS 0 message is lost, as QoS 0 allows.
+* **on_message only enqueues** :class:`InboundMessage` values into the bounded
+  ``inbound`` deque;
+* **back-pressure**: the socket is read only while the deque has room, so a busy
+  worker leaves data in the kernel's buffers, TCP pushes back and the broker keeps
+  the backlog (whatever Receive Maximum it honours);
+* **stale messages**: an inbound message belongs to one connection (its packet id
+  means nothing on the next). When the connection is lost with messages still
+  queued, they are dropped at the reconnect if the broker resumed the session (it
+  redelivers them; counted as ``redelivery_expected``), and otherwise processed
+  but not acknowledged.
 
 The **outbound** connection (client id ``<client_id>-out``, clean session) publishes
 predictions, label requests and the status, and carries the retained last will.
-It is separate because paho runs one thread per connection: while the inbound thread
-waits for queue room it cannot write, and predictions must still flow then. Its
-outgoing queue is capped (``max_queued_messages_set``); the worker waits for room
-(:meth:`MqttBridge.outgoing_full`) rather than drop, and a publish that still finds
-it full is counted and dropped. QoS>0 messages published while the broker is away
-wait in that queue and go out after the reconnect. Its in-flight window is
-``max_inflight_messages`` (paho does not read the broker's Receive Maximum: keep the
-setting within what the broker accepts).
+It is separate so that the will fires only when the gateway is really gone, and so
+that the inbound session's redelivery never waits behind our own publishes. Its
+outgoing queue is capped (``max_queued_messages_set``); :meth:`MqttBridge.outgoing_room`
+tells the worker how many more messages it may hand over now (no more than
+``max_inflight_messages`` waiting for their ack, which keeps paho's per-ack
+bookkeeping short), and the worker waits rather than drops. QoS>0 messages published
+while the broker is away wait in paho's queue and go out after the reconnect.
 
-Both reconnect with exponential backoff (``reconnect_delay_set``) and use the same
-TLS (CA, client certificate), username and password.
+Both reconnect by themselves with exponential backoff between
+``reconnect_min_delay_seconds`` and ``reconnect_max_delay_seconds``, and use the same
+TLS (CA, client certificate), username and password. A connection attempt blocks the
+worker for at most paho's connect timeout (5 s), while no message can flow anyway.
 
-Counters (:meth:`MqttBridge.counters`) are written by paho's threads and read by the
-worker; each has one writer, so no lock is needed for them.
+Counters (:meth:`MqttBridge.counters`) are plain integers: one thread writes and
+reads them all.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
-import threading
+import select
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,18 +67,36 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-__all__ = ["PROTOCOLS", "MqttSettings", "InboundMessage", "MqttBridge"]
+__all__ = ["PROTOCOLS", "MqttSettings", "InboundMessage", "MqttBridge", "parse_broker"]
 
 logger = logging.getLogger("firmware_bridge.mqtt")
 _paho_logger = logging.getLogger("firmware_bridge.mqtt.paho")
 
 PROTOCOLS = {"MQTTv5": paho.MQTTv5, "MQTTv311": paho.MQTTv311}
 
-# on_message re-checks pause_intake() this often while it waits for queue room.
-_FULL_WAIT_STEP_S = 0.05
 # The largest Receive Maximum MQTT 5 allows.
 _MAX_RECEIVE_MAXIMUM = 65535
 _OUTBOUND_SUFFIX = "-out"
+# loop_misc (keepalive pings and their timeout) runs at least this often.
+_MISC_INTERVAL_S = 0.5
+
+
+def parse_broker(text: str) -> tuple[str, int]:
+    """``"HOST:PORT"`` (an IPv6 address in brackets) as ``(host, port)``; a
+    ``ValueError`` that says what is wrong otherwise.
+
+    >>> parse_broker("[::1]:1883"), parse_broker("gw.local:8883")
+    (('::1', 1883), ('gw.local', 8883))
+    >>> parse_broker("localhost")
+    Traceback (most recent call last):
+    ...
+    ValueError: must be HOST:PORT with PORT in [1, 65535], got 'localhost'
+    """
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"must be HOST:PORT with PORT in [1, 65535], got {text!r}")
+    return host, int(port)
 
 
 @dataclass(frozen=True)
@@ -114,17 +137,32 @@ class MqttSettings:
 
 
 class InboundMessage(NamedTuple):
-    """One message as on_message enqueued it; ``mid``/``qos`` are for :meth:`MqttBridge.ack`."""
+    """One message as on_message enqueued it; ``mid``, ``qos`` and ``session`` (the
+    inbound connection it came on) are for :meth:`MqttBridge.ack`."""
 
     topic: str
     payload: bytes
     received_at: float
     mid: int
     qos: int
+    session: int
+
+
+class _Link:
+    """One paho client and its reconnection schedule."""
+
+    __slots__ = ("name", "client", "connected", "next_attempt", "delay")
+
+    def __init__(self, name: str, client: paho.Client, min_delay: float):
+        self.name = name
+        self.client = client
+        self.connected = False
+        self.next_attempt = 0.0  # monotonic time of the next connection attempt
+        self.delay = min_delay
 
 
 class MqttBridge:
-    """Two paho connections: one fills ``inbound``, one publishes what the worker gives it.
+    """Two paho connections, driven by whoever calls :meth:`poll` (one thread only).
 
     Parameters
     ----------
@@ -132,69 +170,70 @@ class MqttBridge:
         Connection settings.
     subscriptions
         Topic filters subscribed (at ``settings.subscribe_qos``) on every connection.
-    inbound
-        The bounded queue on_message puts :class:`InboundMessage` values into.
     will_topic, will_payload
         The retained last will (the gateway's status topic and "offline").
     max_payload_bytes
         Payloads longer than this are cut to ``max_payload_bytes + 1`` bytes before
         they are queued, so the queue's memory is bounded whatever the broker lets
         through; the pipeline still rejects them as too large.
+    queue_capacity
+        Most messages held in ``inbound`` (received, not yet taken by the worker).
     on_connection_change
-        Called (from a paho thread, with no argument) after every connect and
-        disconnect, so the gateway can refresh its status message.
-    full_wait_s
-        How long on_message waits for room in a full queue before it gives up on a
-        message (see the module docstring).
+        Called with no argument after every connect and disconnect, so the gateway
+        can refresh its status message.
+    clock
+        Monotonic seconds, for the reconnection backoff.
     """
 
     def __init__(
         self,
         settings: MqttSettings,
         subscriptions: tuple[str, ...],
-        inbound: queue.Queue,
         will_topic: str,
         will_payload: bytes,
         max_payload_bytes: int,
+        queue_capacity: int,
         on_connection_change: Callable[[], None] | None = None,
-        full_wait_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.settings = settings
         self.subscriptions = tuple(subscriptions)
-        self._inbound = inbound
+        self.inbound: collections.deque[InboundMessage] = collections.deque()
+        self.queue_capacity = queue_capacity
         self._max_payload_bytes = max_payload_bytes
         self._on_connection_change = on_connection_change
-        self._full_wait_s = full_wait_s
+        self._clock = clock
         self._accepting = True
         self._leaving = False  # a disconnect we asked for: not a warning
         self._v5 = settings.protocol == "MQTTv5"
-        self._in_connected = threading.Event()
-        self._out_connected = threading.Event()
+        self._window = settings.max_inflight_messages
+        self._next_misc = 0.0
+        self.session = 0  # inbound connections made so far; stamps each message
         self.connects = 0
         self.disconnects = 0
         self.out_connects = 0
         self.out_disconnects = 0
         self.connect_failures = 0
         self.subscribe_failures = 0
-        self.queue_full = 0
-        self.queue_full_waits = 0
-        self.queue_full_unacked = 0  # QoS>0 among them: the broker will redeliver these
-        self.session_resumptions = 0
-        self._unacked_resumed = 0  # queue_full_unacked when the session was last resumed
-        self.not_accepted = 0
+        self.redelivery_expected = 0
         self.publish_dropped = 0
         self.session_present = False
-        self._in = self._client(settings.client_id, persistent=True)
-        self._in.on_connect = self._on_connect
-        self._in.on_disconnect = self._on_disconnect
-        self._in.on_subscribe = self._on_subscribe
-        self._in.on_message = self._on_message
-        self._out = self._client(settings.client_id + _OUTBOUND_SUFFIX, persistent=False)
-        self._out.will_set(will_topic, will_payload, qos=1, retain=True)
-        self._out.max_queued_messages_set(settings.max_queued_messages)
-        self._out.max_inflight_messages_set(settings.max_inflight_messages)
-        self._out.on_connect = self._on_out_connect
-        self._out.on_disconnect = self._on_out_disconnect
+        min_delay = settings.reconnect_min_delay_seconds
+        self._in = _Link("inbound", self._client(settings.client_id, persistent=True), min_delay)
+        self._in.client.on_connect = self._on_connect
+        self._in.client.on_disconnect = self._on_disconnect
+        self._in.client.on_subscribe = self._on_subscribe
+        self._in.client.on_message = self._on_message
+        out = self._client(settings.client_id + _OUTBOUND_SUFFIX, persistent=False)
+        out.will_set(will_topic, will_payload, qos=1, retain=True)
+        out.max_queued_messages_set(settings.max_queued_messages)
+        out.max_inflight_messages_set(settings.max_inflight_messages)
+        out.on_connect = self._on_out_connect
+        out.on_disconnect = self._on_out_disconnect
+        self._out = _Link("outbound", out, min_delay)
+        self._links = (self._in, self._out)
+        self._set_address(self._in, persistent=True)
+        self._set_address(self._out, persistent=False)
 
     # -- set-up ------------------------------------------------------------------
 
@@ -206,7 +245,7 @@ class MqttBridge:
             client_id=client_id,
             clean_session=None if self._v5 else clean,
             protocol=PROTOCOLS[s.protocol],
-            reconnect_on_failure=True,
+            reconnect_on_failure=False,  # poll() reconnects, with our backoff
             manual_ack=persistent,
         )
         client.enable_logger(_paho_logger)
@@ -218,11 +257,15 @@ class MqttBridge:
                 certfile=s.cert_file or None,
                 keyfile=s.key_file or None,
             )
-        client.reconnect_delay_set(s.reconnect_min_delay_seconds, s.reconnect_max_delay_seconds)
-        client.on_connect_fail = self._on_connect_fail
+        # With these set, publish() and ack() only queue their packets and poll() or
+        # flush() writes them, many per system call turn, instead of one write each.
+        client.on_socket_register_write = _ignore
+        client.on_socket_unregister_write = _ignore
         return client
 
-    def _connect(self, client: paho.Client, persistent: bool) -> None:
+    def _set_address(self, link: _Link, persistent: bool) -> None:
+        # Only records where and how to connect (and freezes the client's settings);
+        # poll() makes the attempts.
         s = self.settings
         properties = None
         if self._v5:
@@ -230,43 +273,141 @@ class MqttBridge:
             if persistent and not s.clean_start:
                 properties.SessionExpiryInterval = s.session_expiry_seconds
             if persistent:
-                capacity = self._inbound.maxsize or _MAX_RECEIVE_MAXIMUM
-                properties.ReceiveMaximum = max(1, min(capacity, _MAX_RECEIVE_MAXIMUM))
-        client.connect_async(
+                properties.ReceiveMaximum = max(1, min(self.queue_capacity, _MAX_RECEIVE_MAXIMUM))
+        link.client.connect_async(
             s.host,
             s.port,
             keepalive=s.keepalive_seconds,
             clean_start=bool(s.clean_start or not persistent),
             properties=properties,
         )
-        client.loop_start()
 
     def start(self) -> None:
-        """Connect both in the background and keep reconnecting; returns at once.
+        """Make the first connection attempts due now (the next :meth:`poll` makes them).
 
-        A broker that is down at start is retried with the configured backoff, so the
-        gateway may start before the broker (boot order on a gateway is not ours).
+        A broker that is down is retried with the configured backoff, so the gateway
+        may start before the broker (boot order on a gateway is not ours).
         """
-        self._connect(self._out, persistent=False)
-        self._connect(self._in, persistent=True)
+        now = self._clock()
+        for link in self._links:
+            link.next_attempt = now
 
-    # -- paho callbacks (network threads) ----------------------------------------------
+    # -- the network turn ------------------------------------------------------------
 
-    def _refused(self, reason_code: Any) -> None:
+    def poll(self, timeout: float) -> None:
+        """One turn of network work: connect what is due, wait up to ``timeout`` s for
+        a socket to be ready, read (inbound only while the queue has room), write
+        what is queued, and keep the connections alive."""
+        now = self._clock()
+        for link in self._links:
+            if link.client.socket() is None and now >= link.next_attempt and not self._leaving:
+                self._attempt(link, now)
+        in_sock = self._in.client.socket()
+        out_sock = self._out.client.socket()
+        readable = []
+        reading_in = in_sock is not None and self._accepting and self._room() > 0
+        if reading_in:
+            readable.append(in_sock)
+        if out_sock is not None:
+            readable.append(out_sock)
+        writable = [
+            link.client.socket() for link in self._links
+            if link.client.socket() is not None and link.client.want_write()
+        ]
+        if _tls_pending(in_sock) or _tls_pending(out_sock):
+            timeout = 0.0
+        if not readable and not writable:
+            if timeout > 0:
+                time.sleep(min(timeout, self._until_next_attempt(now)))
+            ready_r: list = []
+            ready_w: list = []
+        else:
+            try:
+                ready_r, ready_w, _ = select.select(readable, writable, [], timeout)
+            except (OSError, ValueError):  # a socket closed under us: the next turn sees it
+                return
+        if reading_in and (in_sock in ready_r or _tls_pending(in_sock)):
+            self._read_inbound()
+        if out_sock is not None and (out_sock in ready_r or _tls_pending(out_sock)):
+            self._out.client.loop_read()
+        if ready_w:
+            self.flush()
+        now = self._clock()
+        if now >= self._next_misc:
+            self._next_misc = now + _MISC_INTERVAL_S
+            for link in self._links:
+                if link.client.socket() is not None:
+                    link.client.loop_misc()
+
+    def _until_next_attempt(self, now: float) -> float:
+        waits = [link.next_attempt - now for link in self._links if link.client.socket() is None]
+        return max(0.0, min(waits, default=_MISC_INTERVAL_S))
+
+    def _attempt(self, link: _Link, now: float) -> None:
+        try:
+            link.client.reconnect()
+        except (OSError, ValueError) as exc:
+            self.connect_failures += 1
+            self._schedule(link, now)
+            logger.warning(
+                "%s connection to %s:%d failed (%s); next attempt in %d s",
+                link.name, self.settings.host, self.settings.port, exc, link.next_attempt - now,
+            )
+
+    def _schedule(self, link: _Link, now: float) -> None:
+        link.next_attempt = now + link.delay
+        link.delay = min(link.delay * 2, self.settings.reconnect_max_delay_seconds)
+
+    def _read_inbound(self) -> None:
+        # paho reads one packet per loop_read on this connection (it publishes
+        # nothing): read while packets keep coming as messages and there is room.
+        # A packet that is not a message (SUBACK, PINGRESP) ends the turn early;
+        # the next select finds the rest.
+        inbound = self.inbound
+        client = self._in.client
+        for _ in range(self._room()):
+            before = len(inbound)
+            if client.loop_read() != MQTTErrorCode.MQTT_ERR_SUCCESS or len(inbound) == before:
+                return
+
+    def _room(self) -> int:
+        return self.queue_capacity - len(self.inbound)
+
+    def flush(self) -> None:
+        """Write every queued outgoing packet (publishes, acks) the sockets take now."""
+        for link in self._links:
+            client = link.client
+            if client.socket() is not None and client.want_write():
+                client.loop_write()
+
+    # -- paho callbacks (called from poll, in the worker thread) ---------------------------
+
+    def _refused(self, link: _Link, reason_code: Any) -> None:
         self.connect_failures += 1
         logger.error(
-            "broker %s:%d refused the connection: %s",
+            "broker %s:%d refused the %s connection: %s",
             self.settings.host,
             self.settings.port,
+            link.name,
             reason_code,
         )
 
+    def _connected(self, link: _Link) -> None:
+        link.connected = True
+        link.delay = self.settings.reconnect_min_delay_seconds
+        self._changed()
+
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
-            self._refused(reason_code)
+            self._refused(self._in, reason_code)
             return
         self.connects += 1
+        self.session += 1
         self.session_present = bool(flags.session_present)
+        if self.session_present and self.inbound:
+            # The broker kept the session: it sends these again, with new packet ids.
+            self.redelivery_expected += len(self.inbound)
+            self.inbound.clear()
         qos = self.settings.subscribe_qos
         if self._v5:
             topics = [(f, SubscribeOptions(qos=qos)) for f in self.subscriptions]
@@ -283,30 +424,27 @@ class MqttBridge:
             self.settings.protocol,
             "resumed" if self.session_present else "new",
         )
-        self._in_connected.set()
-        self._changed()
+        self._connected(self._in)
 
     def _on_out_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
-            self._refused(reason_code)
+            self._refused(self._out, reason_code)
             return
         self.out_connects += 1
-        self._out_connected.set()
-        self._changed()
+        self._connected(self._out)
 
-    def _on_connect_fail(self, client, userdata) -> None:
-        self.connect_failures += 1
-
-    def _lost(self, event: threading.Event, which: str, reason_code: Any) -> bool:
-        was_connected = event.is_set()
-        event.clear()
+    def _lost(self, link: _Link, reason_code: Any) -> bool:
+        was_connected = link.connected
+        link.connected = False
+        if not self._leaving:
+            self._schedule(link, self._clock())
         if was_connected and self._leaving:
-            logger.info("%s connection to %s:%d closed", which, self.settings.host,
+            logger.info("%s connection to %s:%d closed", link.name, self.settings.host,
                         self.settings.port)
         elif was_connected:
             logger.warning(
                 "%s connection to %s:%d lost (%s); reconnecting with backoff",
-                which,
+                link.name,
                 self.settings.host,
                 self.settings.port,
                 reason_code,
@@ -315,11 +453,11 @@ class MqttBridge:
         return was_connected and not self._leaving
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
-        if self._lost(self._in_connected, "inbound", reason_code):
+        if self._lost(self._in, reason_code):
             self.disconnects += 1
 
     def _on_out_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
-        if self._lost(self._out_connected, "outbound", reason_code):
+        if self._lost(self._out, reason_code):
             self.out_disconnects += 1
 
     def _on_subscribe(self, client, userdata, mid, reason_code_list, properties) -> None:
@@ -333,10 +471,7 @@ class MqttBridge:
             )
 
     def _on_message(self, client, userdata, message) -> None:
-        # Network thread: no decoding of payloads, no logging.
-        if not self._accepting:
-            self.not_accepted += 1  # not acked: redelivered in the next session
-            return
+        # No decoding of payloads, no logging: the worker does that.
         try:
             topic = message.topic
         except UnicodeDecodeError:
@@ -344,133 +479,88 @@ class MqttBridge:
         payload = message.payload
         if len(payload) > self._max_payload_bytes:
             payload = payload[: self._max_payload_bytes + 1]
-        item = InboundMessage(topic, payload, time.time(), message.mid, message.qos)
-        inbound = self._inbound
-        try:
-            inbound.put_nowait(item)
-            return
-        except queue.Full:
-            pass
-        # Waiting here stops paho reading, so TCP pushes back on the broker. The
-        # worker never waits for this thread, so the wait ends as soon as it takes
-        # a message; in short steps, so that pause_intake() ends it too.
-        self.queue_full_waits += 1
-        deadline = time.monotonic() + self._full_wait_s
-        while self._accepting:
-            try:
-                inbound.put(item, timeout=_FULL_WAIT_STEP_S)
-                return
-            except queue.Full:
-                if time.monotonic() >= deadline:
-                    break
-        if not self._accepting:
-            self.not_accepted += 1
-            return
-        self.queue_full += 1
-        if message.qos:
-            self.queue_full_unacked += 1
+        self.inbound.append(
+            InboundMessage(topic, payload, time.time(), message.mid, message.qos, self.session)
+        )
 
     def _changed(self) -> None:
         if self._on_connection_change is not None:
             self._on_connection_change()
 
-    # -- worker side -------------------------------------------------------------------
+    # -- the worker's calls ----------------------------------------------------------------
 
     @property
     def connected(self) -> bool:
         """Whether both connections are up."""
-        return self._in_connected.is_set() and self._out_connected.is_set()
-
-    def wait_connected(self, timeout: float | None = None) -> bool:
-        """Block until both connections are up (or ``timeout`` s); return whether they are."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for event in (self._in_connected, self._out_connected):
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not event.wait(left):
-                return False
-        return True
+        return self._in.connected and self._out.connected
 
     def publish(self, topic: str, payload: bytes, qos: int, retain: bool = False) -> Any:
-        """Hand a message to the outbound connection; QoS>0 messages wait in paho's
-        queue while the broker is away. Returns paho's ``MQTTMessageInfo``, or
-        ``None`` if the outgoing queue was full (counted as ``publish_dropped``)."""
-        info = self._out.publish(topic, payload, qos, retain)
-        if info.rc == MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
+        """Queue a message on the outbound connection (written by the next
+        :meth:`flush` or :meth:`poll`); QoS>0 messages wait in paho's queue while the
+        broker is away. Returns paho's ``MQTTMessageInfo``, or ``None`` if it could not
+        be queued (counted as ``publish_dropped``)."""
+        info = self._out.client.publish(topic, payload, qos, retain)
+        if info.rc not in (MQTTErrorCode.MQTT_ERR_SUCCESS, MQTTErrorCode.MQTT_ERR_NO_CONN) or (
+            info.rc == MQTTErrorCode.MQTT_ERR_NO_CONN and qos == 0
+        ):
             self.publish_dropped += 1
             return None
         return info
 
-    def outgoing_full(self, extra: int = 0) -> bool:
-        """Whether ``extra`` more outgoing messages would pass the outgoing cap."""
-        cap = self.settings.max_queued_messages
-        return cap > 0 and self.outgoing_pending() + extra > cap
-
-    def ack(self, mid: int, qos: int) -> None:
-        """Acknowledge an inbound message once it is processed (no-op for QoS 0)."""
-        if qos:
-            self._in.ack(mid, qos)
-
     def outgoing_pending(self) -> int:
-        """Outgoing QoS>0 messages paho still holds (sent and unacked, or queued)."""
-        # paho has no public accessor; the length of a dict is safe to read.
-        return len(self._out._out_messages)
+        """Outgoing messages paho still holds: QoS>0 ones sent and unacked or queued,
+        and packets not yet written."""
+        # paho has no public accessor for either.
+        client = self._out.client
+        return len(client._out_messages) + len(client._out_packet)
 
-    def needs_session_resumption(self) -> bool:
-        """Whether QoS>0 messages were left unacknowledged for a full queue since the
-        last resumption (they come back only when the session resumes)."""
-        return self.queue_full_unacked > self._unacked_resumed
+    def outgoing_room(self) -> int:
+        """How many more messages the worker may publish now: none while the outbound
+        connection is down, else what is left of the in-flight window."""
+        if not self._out.connected:
+            return 0
+        return self._window - self.outgoing_pending()
 
-    def resume_session(self) -> None:
-        """Reconnect the inbound connection, so the broker redelivers the messages
-        left unacknowledged. Worker thread only, with the queue drained."""
-        self._unacked_resumed = self.queue_full_unacked
-        self.session_resumptions += 1
-        logger.warning(
-            "%d message(s) found the inbound queue full; reconnecting so the broker "
-            "delivers them again",
-            self.queue_full_unacked,
-        )
-        self._leaving = True
-        self._accepting = False  # frees paho's thread if it waits for queue room
-        self._close(self._in)
-        self._in_connected.clear()
-        self._leaving = False
-        self._accepting = True
-        self._connect(self._in, persistent=True)
+    def ack(self, message: InboundMessage) -> bool:
+        """Acknowledge a processed message (written by the next :meth:`flush`); returns
+        False, doing nothing, for QoS 0 and for a message of an earlier connection,
+        whose packet id means nothing on this one."""
+        if not message.qos or message.session != self.session or not self._in.connected:
+            return False
+        self._in.client.ack(message.mid, message.qos)
+        return True
 
     def pause_intake(self) -> None:
-        """Stop queueing inbound messages; later ones stay unacknowledged, so the broker
-        delivers them again in the next session (the first step of a clean stop)."""
+        """Stop reading inbound messages; later ones stay with the broker for the next
+        session (the first step of a clean stop)."""
         self._accepting = False
 
-    def _close(self, client: paho.Client) -> None:
-        # paho's loop logs an error for its last turn after a requested disconnect.
-        client.disable_logger()
-        if self._v5 and client is self._in and not self.settings.clean_start:
-            # Keep the session: a DISCONNECT may set the expiry; say the same again.
-            properties = Properties(PacketTypes.DISCONNECT)
-            properties.SessionExpiryInterval = self.settings.session_expiry_seconds
-            client.disconnect(properties=properties)
-        else:
-            client.disconnect()
-        client.loop_stop()
-        client.enable_logger(_paho_logger)
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Disconnect both cleanly (no last will; the session stays on the broker) after
-        giving queued outgoing messages ``timeout`` seconds to go out."""
-        deadline = time.monotonic() + timeout
-        while (
-            self._out_connected.is_set()
-            and self.outgoing_pending()
-            and time.monotonic() < deadline
-        ):
-            time.sleep(0.01)
+    def disconnect(self, timeout: float = 2.0) -> None:
+        """Disconnect both cleanly (no last will; the inbound session stays on the
+        broker), giving the DISCONNECT packets ``timeout`` seconds to go out."""
         self._leaving = True
-        self._close(self._in)
-        self._close(self._out)
-        self._in_connected.clear()
-        self._out_connected.clear()
+        for link in self._links:
+            client = link.client
+            if client.socket() is None:
+                continue
+            if self._v5 and link is self._in and not self.settings.clean_start:
+                # Keep the session: a DISCONNECT may set the expiry; say the same again.
+                properties = Properties(PacketTypes.DISCONNECT)
+                properties.SessionExpiryInterval = self.settings.session_expiry_seconds
+                client.disconnect(properties=properties)
+            else:
+                client.disconnect()
+        deadline = self._clock() + timeout
+        while self._clock() < deadline and any(
+            link.client.socket() is not None for link in self._links
+        ):
+            self.poll(0.01)
+        for link in self._links:
+            # paho logs an error for a socket it closes itself after our DISCONNECT.
+            link.client.disable_logger()
+            if link.client.socket() is not None:
+                link.client._sock_close()
+            link.connected = False
 
     def counters(self) -> dict[str, int]:
         """Connection and queue counters for the status message."""
@@ -481,11 +571,17 @@ class MqttBridge:
             "out_disconnects": self.out_disconnects,
             "connect_failures": self.connect_failures,
             "subscribe_failures": self.subscribe_failures,
-            "queue_full": self.queue_full,
-            "queue_full_waits": self.queue_full_waits,
-            "queue_full_unacked": self.queue_full_unacked,
-            "session_resumptions": self.session_resumptions,
-            "not_accepted": self.not_accepted,
+            "redelivery_expected": self.redelivery_expected,
             "publish_dropped": self.publish_dropped,
             "outgoing_pending": self.outgoing_pending(),
         }
+
+
+def _ignore(*_: Any) -> None:
+    pass
+
+
+def _tls_pending(sock: Any) -> bool:
+    # A TLS socket may hold decrypted bytes that select() cannot see.
+    pending = getattr(sock, "pending", None)
+    return pending is not None and pending() > 0

@@ -52,6 +52,7 @@ Reject(reason='not_msgpack', detail='payload is not valid msgpack (byte 0xc1 or 
 
 from __future__ import annotations
 
+import functools
 import math
 import types
 from collections.abc import Mapping
@@ -558,6 +559,10 @@ def decode_payload(payload: Any, limits: Limits = DEFAULT_LIMITS) -> Any:
 # --- validation ---------------------------------------------------------------------
 
 
+# Sensors send the same few channel names in every message: remembering the verdicts
+# takes the checks off the per-message path. Bounded, so a flood of new names only
+# churns it (each entry is at most one name of max_bytes and a short verdict).
+@functools.lru_cache(maxsize=4096, typed=True)
 def _name_problem(value: Any, max_bytes: int) -> str | None:
     """What is wrong with ``value`` as a channel name / stream id / request id, or None."""
     if not isinstance(value, str):
@@ -820,14 +825,16 @@ def encode_prediction(seq: int, ts: float, y: Any, score: Any, query: bool) -> b
     >>> msgpack.unpackb(payload)
     {'seq': 4, 'ts': 1.5, 'y': 2, 'score': 0.25, 'query': False}
     """
-    return _pack(
+    # One per data message: only the learner's values need converting.
+    return msgpack.packb(
         {
             "seq": _int("seq", seq),
             "ts": _float("ts", ts),
-            "y": y,
-            "score": score,
+            "y": to_wire(y),
+            "score": to_wire(score),
             "query": bool(query),
-        }
+        },
+        use_bin_type=True,
     )
 
 

@@ -357,6 +357,136 @@ def pa_learn(slots, x, y, w, intercept, C, mode, learn_intercept):
     return w, float(intercept) + (step if learn_intercept else 0.0), step
 
 
+# -- Gaussian naive Bayes ----------------------------------------------------------
+
+
+def nb_learn(slots, x, c, model, forget):
+    """Fold one instance of class c into a naive Bayes model
+    ``{"class_count", "count", "mean", "var"}``: every class count decays by
+    ``1 - forget``, class c's gains 1, and each present slot's mean and
+    population variance in row c move with the channel step."""
+    model = _copy(model)
+    model["class_count"] *= 1.0 - forget
+    model["class_count"][c] += 1.0
+    for s, v in zip(slots, x):
+        n = int(model["count"][c, s]) + 1
+        model["mean"][c, s], model["var"][c, s] = moving_moments(
+            model["mean"][c, s], model["var"][c, s], v, channel_step(n, forget)
+        )
+        model["count"][c, s] = n
+    return model
+
+
+def gaussian_log_pdf(x, mean, variance):
+    return -0.5 * math.log(2.0 * math.pi * variance) - (x - mean) ** 2 / (2.0 * variance)
+
+
+def nb_joint_log_likelihood(slots, x, model, var_floor, min_count):
+    """``(scores, n_used)``: log prior plus the Gaussian log densities (population
+    variance, floored) of the slots that every class with a count has seen at
+    least ``min_count`` times; ``-inf`` for classes never learned."""
+    class_count = model["class_count"]
+    counted = [c for c in range(len(class_count)) if class_count[c] > 0]
+    scores = np.full(len(class_count), -np.inf)
+    total = sum(class_count)
+    usable = [
+        (s, v) for s, v in zip(slots, x) if s >= 0 and all(model["count"][c, s] >= min_count for c in counted)
+    ]
+    for c in counted:
+        score = math.log(class_count[c] / total)
+        for s, v in usable:
+            score += gaussian_log_pdf(v, model["mean"][c, s], max(model["var"][c, s], var_floor))
+        scores[c] = score
+    return scores, len(usable)
+
+
+def nb_forget_slot(model, slot):
+    model = _copy(model)
+    for key in ("count", "mean", "var"):
+        model[key][:, slot] = 0
+    return model
+
+
+# -- PAFE -----------------------------------------------------------------------------
+
+
+def by_position(slots, x, tracked):
+    """An instance's values in the order of ``tracked`` slots, 0 where absent."""
+    values = dict(zip((int(s) for s in slots), x))
+    return np.array([values.get(int(s), 0.0) for s in tracked])
+
+
+def ridge_map(X, Y, ridge):
+    """``(X^T X + ridge I)^-1 X^T Y`` from the data matrices, by ``np.linalg.solve``."""
+    X = np.asarray(X, dtype=np.float64)
+    return np.linalg.solve(X.T @ X + ridge * np.eye(X.shape[1]), X.T @ np.asarray(Y, dtype=np.float64))
+
+
+def gram(rows_old, rows_new):
+    """``(G11, G22, G21)`` of the overlap rows (one row per instance)."""
+    X1 = np.asarray(rows_old, dtype=np.float64).reshape(len(rows_old), -1)
+    X2 = np.asarray(rows_new, dtype=np.float64).reshape(len(rows_new), -1)
+    return X1.T @ X1, X2.T @ X2, X2.T @ X1
+
+
+def clipped_hinge(y, f):
+    return min(1.0, max(0.0, 1.0 - y * f))
+
+
+def eta_combination(T):
+    return math.sqrt(8.0 * math.log(2.0) / T)
+
+
+def binary_entropy(p):
+    return 0.0 if p in (0.0, 1.0) else -p * math.log(p) - (1 - p) * math.log(1 - p)
+
+
+def eta_selection(T):
+    return math.sqrt(8.0 / T * (2.0 * math.log(2.0) + (T - 1) * binary_entropy(1.0 / (T - 1))))
+
+
+def doubling_horizon(t, horizon):
+    """The fixed horizon, else the largest power of two not above round t; at least 2."""
+    if horizon > 0:
+        return float(max(horizon, 2))
+    return float(max(2, 2 ** int(math.floor(math.log2(t)))))
+
+
+def combine_update(a, loss1, loss2, eta):
+    v = np.asarray(a, dtype=np.float64) * np.exp(-eta * np.array([loss1, loss2]))
+    return v / v.sum()
+
+
+def fixed_share_update(a, loss1, loss2, eta, delta):
+    v = np.asarray(a, dtype=np.float64) * np.exp(-eta * np.array([loss1, loss2]))
+    u = delta * v.sum() / 2.0 + (1.0 - delta) * v
+    return u / u.sum()
+
+
+# -- SSBOIL sample synthesis --------------------------------------------------------------
+
+
+def synthesis_learn(slots, x, c, default, num, forget, var_floor, min_count, model, centroids, rng):
+    """One labelled instance: predict (``default`` when no class has a
+    score), learn it, learn ``num`` instances ``r c_y + (1 - r) x`` after a
+    mistake if class c has a centroid (a slot the centroid lacks keeps x),
+    then fold x into the centroids (a naive Bayes state of real instances).
+    Returns ``(model, centroids, rng, wrong)``."""
+    scores, _ = nb_joint_log_likelihood(slots, x, model, var_floor, min_count)
+    best = int(np.argmax(scores)) if np.isfinite(scores).any() else default
+    wrong = best != c
+    model = nb_learn(slots, x, c, model, forget)
+    if wrong and centroids["class_count"][c] > 0:
+        for _ in range(num):
+            rng, r = uniform(rng)
+            synthetic = [
+                r * centroids["mean"][c, s] + (1 - r) * v if centroids["count"][c, s] > 0 else v
+                for s, v in zip(slots, x)
+            ]
+            model = nb_learn(slots, synthetic, c, model, forget)
+    return model, nb_learn(slots, x, c, centroids, forget), rng, wrong
+
+
 # -- multi-label semi-supervised online KELM (seed 002) ---------------------------
 
 

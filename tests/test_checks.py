@@ -31,6 +31,18 @@ LEARNERS = [
         lambda: edgelearn.PAACDS(variant="PAACDS-I", n_classes=3, learn_intercept=True, lam=3.0, seed=7),
         lambda v: "low" if v < -0.5 else ("mid" if v < 0.5 else "high"),
     ),
+    ("PAFE", lambda: edgelearn.PAFE(C=0.1), lambda v: v > 0),
+    (
+        "PAFE-s-intercept",
+        lambda: edgelearn.PAFE(variant="PAFE-s", learn_intercept=True, vanish_after=20, max_old=4, seed=2),
+        lambda v: 1 if v > 0 else -1,
+    ),
+    ("SynthesisNB", lambda: edgelearn.SynthesisNB(seed=1), lambda v: v > 0),
+    (
+        "SynthesisNB-3-forget",
+        lambda: edgelearn.SynthesisNB(n_classes=3, half_life=200.0, seed=2),
+        lambda v: "low" if v < -0.5 else ("mid" if v < 0.5 else "high"),
+    ),
     # Multi-label learners take and predict label sets (dicts of name to bool).
     (
         "MultiLabelKELM",
@@ -106,6 +118,18 @@ BAD_PARAMS = {
         ("capacity", 2.5, TypeError), ("max_weights", 0, ValueError), ("n_classes", 1, ValueError),
         ("seed", -1, ValueError), ("h_halflife", 0, ValueError), ("budget_gain", True, TypeError),
         ("learn_intercept", 1, TypeError),
+    ],
+    "PAFE": [
+        ("C", 0, ValueError), ("variant", "FESL-c", ValueError), ("ridge", 0.0, ValueError),
+        ("overlap_min", 0, ValueError), ("vanish_after", 1.5, TypeError), ("absorb_after", 0, ValueError),
+        ("max_old", 0, ValueError), ("max_new", True, TypeError), ("horizon", 1, ValueError),
+        ("capacity", 0, ValueError), ("standardize", "yes", TypeError), ("seed", -1, ValueError),
+        ("learn_intercept", 0, TypeError),
+    ],
+    "SynthesisNB": [
+        ("num", -1, ValueError), ("num", 2.0, TypeError), ("half_life", 0, ValueError),
+        ("var_floor", 0.0, ValueError), ("n_classes", 1, ValueError), ("capacity", 0, ValueError),
+        ("standardize", 1, TypeError), ("seed", -1, ValueError),
     ],
     "MultiLabelKELM": [
         ("window", 0, ValueError), ("block_size", 300, ValueError), ("max_unlabelled", 5, ValueError),

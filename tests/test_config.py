@@ -127,7 +127,7 @@ x = 1
         "[mqtt] password_file must be a readable UTF-8 file, got '/nonexistent/password'",
         "[mqtt.tls] enabled must be true when ca_file, cert_file or key_file is set",
         "[checkpoints] interval_seconds must be a number in [1, 604800], got 0.5",
-        f"[learner] kind must be one of {', '.join(map(repr, edgelearn.KINDS))}, got 'svm'",
+        "[learner] kind must be one of " + ", ".join(map(repr, edgelearn.KINDS)) + ", got 'svm'",
     ]
     for fragment in expected:
         assert any(fragment in line for line in lines), f"missing error: {fragment}\n{err}"

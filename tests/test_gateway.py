@@ -96,6 +96,20 @@ def test_sd_notify_sends_datagrams_and_reads_the_watchdog(tmp_path):
     assert gone.notify("WATCHDOG=1") is False  # logged once, never raises
 
 
+def test_sd_notify_never_blocks_the_worker_on_a_reader_that_does_not_read(tmp_path):
+    path = str(tmp_path / "notify")
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(path)
+    notifier = SystemdNotifier({"NOTIFY_SOCKET": path})
+    # The kernel queues a few datagrams (net.unix.max_dgram_qlen, 10 by default); a
+    # blocking send would hang here for ever once the queue is full.
+    sent = [notifier.notify("WATCHDOG=1") for _ in range(1000)]
+    assert sent[0] and not sent[-1]
+    assert receiver.recv(64) == b"WATCHDOG=1"
+    notifier.close()
+    receiver.close()
+
+
 @pytest.mark.parametrize("stream", ["kitchen", "..", "a%2Fb", "naïve", "x.ckpt"])
 def test_checkpoint_file_names_round_trip_and_stay_in_the_directory(tmp_path, stream):
     path = checkpoint_path(str(tmp_path), stream)

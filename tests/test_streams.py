@@ -1,4 +1,5 @@
 import math
+import re
 
 import numpy as np
 import pytest
@@ -179,3 +180,91 @@ def test_bad_alpha_rejected_with_message(fn, alpha, exc, shown):
 def test_bad_seed_rejected(seed, exc):
     with pytest.raises(exc, match=r"The 'seed' parameter of drop_features must be"):
         drop_features(np.ones((2, 2)), seed=seed)
+
+
+# --- synthetic generators ------------------------------------------------------------
+
+from edgelearn.streams import hyperplane  # noqa: E402
+
+
+def test_hyperplane_labels_follow_the_weights_it_reports():
+    X, y, W = hyperplane(5000, n_features=5, n_drift_features=2, mag_change=0.1,
+                         sigma=0.1, noise=0.0, seed=7, return_weights=True)
+    rule = (X * W).sum(axis=1) >= 0.5 * W.sum(axis=1)
+    assert np.array_equal(y, rule.astype(np.int64))
+    assert ((X >= 0) & (X < 1)).all()
+
+
+def test_hyperplane_drift_moves_only_the_drifting_weights_by_the_magnitude():
+    _, _, W = hyperplane(20000, n_features=5, n_drift_features=2, mag_change=0.1,
+                         sigma=0.1, noise=0.0, seed=1, return_weights=True)
+    steps = np.diff(W, axis=0)
+    assert np.allclose(np.abs(steps[:, :2]), 0.1)
+    assert (steps[:, 2:] == 0).all()
+    # The first step is +mag (every direction starts at +1); a direction reverses
+    # with probability sigma, so about 10% of consecutive steps change sign.
+    assert np.allclose(steps[0, :2], 0.1)
+    reversals = (np.sign(steps[1:, :2]) != np.sign(steps[:-1, :2])).mean()
+    assert abs(reversals - 0.1) < 0.01
+
+
+def test_hyperplane_noise_flips_that_fraction_of_the_same_stream():
+    X0, y0 = hyperplane(20000, n_features=5, noise=0.0, seed=2)
+    X1, y1 = hyperplane(20000, n_features=5, noise=0.3, seed=2)
+    assert np.array_equal(X0, X1)
+    assert abs((y0 != y1).mean() - 0.3) < 0.015
+
+
+def test_hyperplane_without_drift_is_one_concept_and_seeds_repeat():
+    X, y, W = hyperplane(1000, mag_change=0.0, seed=4, return_weights=True)
+    assert (W == W[0]).all()
+    X2, y2 = hyperplane(1000, mag_change=0.0, seed=4)
+    assert np.array_equal(X, X2) and np.array_equal(y, y2)
+    assert len(hyperplane(0)[1]) == 0
+
+
+def test_hyperplane_rejects_bad_parameters_by_name():
+    with pytest.raises(ValueError, match="'sigma' parameter of hyperplane must be a float in \\[0, 1\\]. Got 2"):
+        hyperplane(10, sigma=2)
+    with pytest.raises(TypeError, match="'n' parameter of hyperplane"):
+        hyperplane(10.0)
+
+
+def test_evolve_features_layout_mixing_and_seeds():
+    from edgelearn.streams import evolve_features
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    X[4, 1] = np.nan
+    Z, G = evolve_features(X, t1=20, overlap=5, n_new=4, seed=7)
+    assert Z.shape == (30, 7) and G.shape == (3, 4)
+    np.testing.assert_array_equal(Z[:20, :3], X[:20])
+    assert np.isnan(Z[20:, :3]).all() and np.isnan(Z[:15, 3:]).all()
+    np.testing.assert_allclose(Z[15:, 3:], X[15:] @ G)
+    # Same seed, same G; the input is untouched.
+    np.testing.assert_array_equal(evolve_features(X, 20, 5, n_new=4, seed=7)[1], G)
+    assert not np.array_equal(evolve_features(X, 20, 5, n_new=4, seed=8)[1], G)
+    # A missing old value makes its mixes missing where they are present.
+    Z, _ = evolve_features(X, t1=10, overlap=8, seed=1)
+    assert np.isnan(Z[4, 3:]).all() and np.isnan(Z[4, 1]) and not np.isnan(Z[4, [0, 2]]).any()
+    # No overlap: the sets never meet.
+    Z, _ = evolve_features(X, t1=12, overlap=0, mixing=np.eye(3))
+    assert not (~np.isnan(Z[:, :3]) & ~np.isnan(Z[:, 3:])).any()
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,shown",
+    [
+        ({"t1": 31, "overlap": 0}, ValueError, "'t1' parameter of evolve_features must be an int in [0, 30]"),
+        ({"t1": 10, "overlap": 11}, ValueError, "'overlap' parameter of evolve_features must be an int in [0, 10]"),
+        ({"t1": 10, "overlap": 2, "n_new": 0}, ValueError, "'n_new' parameter"),
+        ({"t1": 10, "overlap": 2, "mixing": np.ones((2, 2))}, ValueError, "matrix with 3 rows"),
+        ({"t1": 10, "overlap": 2, "mixing": np.full((3, 2), np.nan)}, ValueError, "must be finite"),
+        ({"t1": 10.0, "overlap": 2}, TypeError, "'t1' parameter"),
+    ],
+)
+def test_evolve_features_rejects_bad_parameters(kwargs, exc, shown):
+    from edgelearn.streams import evolve_features
+
+    with pytest.raises(exc, match=re.escape(shown)):
+        evolve_features(np.zeros((30, 3)), **kwargs)

@@ -37,15 +37,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 from edgelearn import datasets  # noqa: E402
 from firmware_bridge.protocol import Topics, decode_payload, encode_label  # noqa: E402
+from simulate_sensors import broker_argument  # noqa: E402
 
 __all__ = ["Oracle", "main"]
 
 
-def _parse_broker(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"must be HOST:PORT, got {text!r}")
-    return host.strip("[]"), int(port)
+_MAX_EXACT_SUBSCRIPTIONS = 100
 
 
 class Oracle:
@@ -121,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Answer edgelearn label requests from a data set's ground truth "
         "after a delay (the counterpart of tools/simulate_sensors.py).",
     )
-    parser.add_argument("--broker", type=_parse_broker, default=("localhost", 1883),
+    parser.add_argument("--broker", type=broker_argument, default=("localhost", 1883),
                         metavar="HOST:PORT", help="MQTT broker (default: localhost:1883)")
     parser.add_argument("--dataset", default="occupancy",
                         help="data set the simulator publishes (default: occupancy)")
@@ -158,14 +155,20 @@ def main(argv: list[str] | None = None) -> int:
     oracle = Oracle(labels, args.streams, args.stream_prefix, args.start, args.delay,
                     args.answer_fraction, args.seed)
     topics = Topics()
-    request_filter = topics.filter("label_request")
+    # Only the streams it can answer, when they are few: another stream's requests
+    # would cost it time and be dropped anyway.
+    if args.streams <= _MAX_EXACT_SUBSCRIPTIONS:
+        subscriptions = [(topics.label_request(f"{args.stream_prefix}{i}"), 1)
+                         for i in range(args.streams)]
+    else:
+        subscriptions = [(topics.filter("label_request"), 1)]
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
 
     def on_connect(client, userdata, flags, reason_code, properties):
         if not reason_code.is_failure:
-            client.subscribe(request_filter, qos=1)
+            client.subscribe(subscriptions)
 
     def on_message(client, userdata, message):
         parsed = topics.parse(message.topic)

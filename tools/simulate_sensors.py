@@ -39,17 +39,18 @@ import paho.mqtt.client as paho
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 from edgelearn import datasets  # noqa: E402
+from firmware_bridge.mqtt import parse_broker  # noqa: E402
 from firmware_bridge.protocol import Topics, check_stream_id, encode_data  # noqa: E402
 
-__all__ = ["channel_outages", "messages", "parse_broker", "main"]
+__all__ = ["broker_argument", "channel_outages", "messages", "main"]
 
 
-def parse_broker(text: str) -> tuple[str, int]:
-    """``"host:port"`` to ``(host, port)``; ``argparse.ArgumentTypeError`` otherwise."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"must be HOST:PORT, got {text!r}")
-    return host.strip("[]"), int(port)
+def broker_argument(text: str) -> tuple[str, int]:
+    """``--broker HOST:PORT`` for argparse (``firmware_bridge.mqtt.parse_broker``)."""
+    try:
+        return parse_broker(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def channel_outages(
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Publish a data set from ../shared/datasets as live MQTT sensor "
         "streams whose channels vanish and reappear.",
     )
-    parser.add_argument("--broker", type=parse_broker, default=("localhost", 1883),
+    parser.add_argument("--broker", type=broker_argument, default=("localhost", 1883),
                         metavar="HOST:PORT", help="MQTT broker (default: localhost:1883)")
     parser.add_argument("--dataset", default="occupancy",
                         help="data set name, see edgelearn.datasets (default: occupancy)")

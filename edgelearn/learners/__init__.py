@@ -4,12 +4,16 @@ from .base import Decision, Learner
 from .kelm import MultiLabelKELM
 from .pa import PA
 from .paacds import PAACDS
+from .pafe import PAFE
+from .synthesis_nb import SynthesisNB
 
 #: Learner classes by the ``kind`` their state carries.
-LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS, MultiLabelKELM)}
+LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS, PAFE, SynthesisNB, MultiLabelKELM)}
 
 #: Learner classes by the name a configuration file uses for them.
-KINDS = {"paacds": PAACDS, "pa": PA, "kelm_multilabel": MultiLabelKELM}
+KINDS = {
+    "paacds": PAACDS, "pa": PA, "pafe": PAFE, "synthesis_nb": SynthesisNB, "kelm_multilabel": MultiLabelKELM,
+}
 
 
 def make_learner(kind: str, params: dict | None = None) -> Learner:
@@ -20,7 +24,7 @@ def make_learner(kind: str, params: dict | None = None) -> Learner:
     >>> make_learner("svm")
     Traceback (most recent call last):
     ...
-    ValueError: The 'kind' parameter of a learner configuration must be one of {'paacds', 'pa', 'kelm_multilabel'}. Got 'svm'.
+    ValueError: The 'kind' parameter of a learner configuration must be one of {'paacds', 'pa', 'pafe', 'synthesis_nb', 'kelm_multilabel'}. Got 'svm'.
     """
     from .._validation import check_choice
 
@@ -44,4 +48,7 @@ def from_state(state: dict) -> Learner:
     return LEARNERS[kind].from_state(state)
 
 
-__all__ = ["Decision", "KINDS", "Learner", "LEARNERS", "MultiLabelKELM", "PA", "PAACDS", "from_state", "make_learner"]
+__all__ = [
+    "Decision", "KINDS", "Learner", "LEARNERS", "MultiLabelKELM", "PA", "PAACDS", "PAFE", "SynthesisNB",
+    "from_state", "make_learner",
+]

@@ -169,3 +169,48 @@ def binary_sign(y, owner: str) -> float:
     except (TypeError, ValueError):
         pass
     raise ValueError(f"{owner} is a binary learner: labels must be True/1/+1 or False/0/-1. Got {y!r}.")
+
+
+class LabelIndex:
+    """The labels of a multiclass learner, indexed 0..n_classes-1 in order of
+    first appearance; a label beyond ``n_classes`` distinct ones is an error.
+
+    >>> index = LabelIndex("SynthesisNB", 2)
+    >>> index.index("low"), index.index("high"), index.index("low"), index.labels
+    (0, 1, 0, ['low', 'high'])
+    >>> index.index("mid")
+    Traceback (most recent call last):
+    ...
+    ValueError: SynthesisNB was built with n_classes=2 and has seen ['low', 'high']; label 'mid' would be one more.
+    """
+
+    def __init__(self, owner: str, n_classes: int):
+        self.owner = owner
+        self.n_classes = n_classes
+        self.labels: list = []
+        self._index: dict = {}
+
+    def index(self, y) -> int:
+        """The index of ``y``, given a new one if ``y`` is new."""
+        i = self._index.get(y)
+        if i is None:
+            if len(self.labels) >= self.n_classes:
+                raise ValueError(
+                    f"{self.owner} was built with n_classes={self.n_classes} and has seen "
+                    f"{self.labels!r}; label {y!r} would be one more."
+                )
+            i = len(self.labels)
+            self.labels.append(y)
+            self._index[y] = i
+        return i
+
+    def find(self, y) -> int:
+        """The index of ``y``, or -1 if it has not been seen."""
+        return self._index.get(y, -1)
+
+    def load(self, labels) -> None:
+        """Start again from a saved ``labels`` list."""
+        self.labels = []
+        self._index = {}
+        for label in labels:
+            self.index(label)

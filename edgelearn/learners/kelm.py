@@ -10,7 +10,7 @@ import numpy as np
 
 from .._validation import check_number
 from ..kernels import kelm as K
-from .base import Decision, Learner, binary_sign, load_arrays
+from .base import Decision, LabelIndex, Learner, binary_sign, load_arrays
 
 _OWNER = "MultiLabelKELM"
 # Bounds of the query threshold under target_query_rate.
@@ -230,8 +230,7 @@ class MultiLabelKELM(Learner):
         self._jidx = np.zeros(b, dtype=np.int64)
         self._n = 0
         self._n_pending = 0
-        self._labels: list = []
-        self._label_index: dict = {}
+        self._labels = LabelIndex(_OWNER, max_labels)  # label names
         self._gamma = gamma
         self._threshold = 1.0
         self._updates = 0
@@ -246,7 +245,7 @@ class MultiLabelKELM(Learner):
     @property
     def labels(self) -> list:
         """Label names seen so far, in index order."""
-        return list(self._labels)
+        return list(self._labels.labels)
 
     @property
     def n_window(self) -> int:
@@ -280,16 +279,16 @@ class MultiLabelKELM(Learner):
         name in :attr:`labels` order (a copy)."""
         K.dense(slots, z, len(slots), self._u)
         self._margin_u()
-        return self._f[: len(self._labels)].copy()
+        return self._f[: len(self._labels.labels)].copy()
 
     def scores_one(self, x: dict) -> dict:
         """The scores ``f_j(x)`` by label name, without learning anything."""
         slots, z = self.channels.transform(x, self._scale)
-        return dict(zip(self._labels, self.scores(slots, z).tolist()))
+        return dict(zip(self._labels.labels, self.scores(slots, z).tolist()))
 
     def _margin_u(self) -> float:
         """Score the dense features in ``_u`` into ``_f``; return the margin."""
-        m = len(self._labels)
+        m = len(self._labels.labels)
         if self._stale:
             self._refactor()
         if self._n == 0:
@@ -300,7 +299,7 @@ class MultiLabelKELM(Learner):
     def _score(self, slots, z):
         K.dense(slots, z, len(slots), self._u)
         margin = self._margin_u()
-        label = {name: f > 0.0 for name, f in zip(self._labels, self._f.tolist())}
+        label = {name: f > 0.0 for name, f in zip(self._labels.labels, self._f.tolist())}
         return label, margin
 
     # -- protocol hooks -------------------------------------------------------
@@ -360,19 +359,17 @@ class MultiLabelKELM(Learner):
             if not isinstance(name, (str, int)) or isinstance(name, bool):
                 raise TypeError(f"{_OWNER} label names must be str or int. Got {type(name).__name__} {name!r}.")
             known[name] = binary_sign(value, _OWNER)
-            if name not in self._label_index and name not in new:
+            if self._labels.find(name) < 0 and name not in new:
                 new.append(name)
-        if len(self._labels) + len(new) > self.max_labels:
+        # All or nothing: a label set naming too many new labels registers none.
+        if len(self._labels.labels) + len(new) > self.max_labels:
             raise ValueError(
-                f"{_OWNER} was built with max_labels={self.max_labels} and knows {self._labels!r}; "
+                f"{_OWNER} was built with max_labels={self.max_labels} and knows {self._labels.labels!r}; "
                 f"label(s) {new!r} would be more."
             )
-        for name in new:
-            self._label_index[name] = len(self._labels)
-            self._labels.append(name)
         self._t[:] = 0.0
         for name, sign in known.items():
-            self._t[self._label_index[name]] = sign
+            self._t[self._labels.index(name)] = sign
         return bool(known)
 
     # -- the window -----------------------------------------------------------
@@ -403,7 +400,7 @@ class MultiLabelKELM(Learner):
             )
             self._updated(ok)  # the block is predicted by the model without them
         n = self._n
-        m = len(self._labels)
+        m = len(self._labels.labels)
         K.rbf_rows_window(self.Xp, nb, self.Xt, n, d, self._gamma, self._Kbw)
         K.block_scores(self._Kbw, nb, n, self.A, m, self._Fp)
         K.rbf_pairs(self.Xp, nb, d, self._gamma, self._Kbb)
@@ -472,7 +469,7 @@ class MultiLabelKELM(Learner):
         state.update(
             n=self._n,
             n_pending=self._n_pending,
-            labels=list(self._labels),
+            labels=list(self._labels.labels),
             gamma=self._gamma,
             threshold=self._threshold,
             updates=self._updates,
@@ -485,8 +482,7 @@ class MultiLabelKELM(Learner):
         load_arrays(self, learned, self._LEARNED)
         self._n = int(learned["n"])
         self._n_pending = int(learned["n_pending"])
-        self._labels = list(learned["labels"])
-        self._label_index = {name: i for i, name in enumerate(self._labels)}
+        self._labels.load(learned["labels"])
         self._gamma = None if learned["gamma"] is None else float(learned["gamma"])
         self._threshold = float(learned["threshold"])
         self._updates = int(learned["updates"])

@@ -8,7 +8,7 @@ import numpy as np
 from .._validation import check_bool, check_choice, check_number
 from ..kernels import paacds as K
 from ..kernels.rng import new_state
-from .base import Decision, Learner, binary_sign, load_arrays
+from .base import Decision, LabelIndex, Learner, binary_sign, load_arrays
 
 _VARIANTS = ("PAACDS", "PAACDS-I")
 #: Weight of the prior "information 1" in a slot's information (ALGORITHMS.md).
@@ -173,8 +173,7 @@ class PAACDS(Learner):
         self._scores = np.zeros(rows, dtype=np.float64)
         self._idx_buf, self._score_buf = K.allocate_scratch(capacity)
         self._current_delta = float(delta)
-        self._classes: list = []  # multiclass labels, in order of first appearance
-        self._class_index: dict = {}
+        self._labels = LabelIndex("PAACDS", n_classes)  # multiclass labels
         # Derived constants the kernels take as scalars.
         self._variant_i = variant == "PAACDS-I"
         self._h_forget = 1.0 - 2.0 ** (-1.0 / h_halflife)
@@ -193,7 +192,7 @@ class PAACDS(Learner):
     @property
     def classes(self) -> list:
         """Multiclass labels seen so far, in index order."""
-        return list(self._classes)
+        return list(self._labels.labels)
 
     def weights(self) -> dict:
         """The model's weights by channel name (binary) or by channel name
@@ -205,7 +204,7 @@ class PAACDS(Learner):
             if self.binary:
                 out[name] = float(self.W[0, slot])
             else:
-                out[name] = {c: float(self.W[i, slot]) for i, c in enumerate(self._classes)}
+                out[name] = {c: float(self.W[i, slot]) for i, c in enumerate(self._labels.labels)}
         return out
 
     # -- protocol hooks -------------------------------------------------------
@@ -232,10 +231,11 @@ class PAACDS(Learner):
         if self.binary:
             q = float(self._scores[0])
             return q >= 0.0, q
-        n_known = len(self._classes)
+        classes = self._labels.labels
+        n_known = len(classes)
         best, runner = K.top_two(self._scores, n_known, self.W.shape[0])
         margin = 0.0 if runner < 0 else float(self._scores[best] - self._scores[runner])
-        label = self._classes[best] if n_known else None
+        label = classes[best] if n_known else None
         return label, margin
 
     def _observe(self, slots, z):
@@ -259,9 +259,9 @@ class PAACDS(Learner):
                 self.C, self._variant_i, self.learn_intercept,
             )
         else:
-            index = self._label_index(y)
+            index = self._labels.index(y)
             changed = K.learn_multiclass(
-                slots, z, k, index, len(self._classes), self.W, self.b, self.active, self.h,
+                slots, z, k, index, len(self._labels.labels), self.W, self.b, self.active, self.h,
                 self.C, self._variant_i, self.learn_intercept, self._scores,
             )
         if changed:
@@ -269,19 +269,6 @@ class PAACDS(Learner):
                 self.W, self.active, self.h, self.channels.n_assigned, self._lam, self.B,
                 self._max_weights, self._idx_buf, self._score_buf,
             )
-
-    def _label_index(self, y) -> int:
-        index = self._class_index.get(y)
-        if index is None:
-            if len(self._classes) >= self.n_classes:
-                raise ValueError(
-                    f"PAACDS was built with n_classes={self.n_classes} and has seen "
-                    f"{self._classes!r}; label {y!r} would be one more."
-                )
-            index = len(self._classes)
-            self._classes.append(y)
-            self._class_index[y] = index
-        return index
 
     def _forget_slot(self, slot: int) -> None:
         K.forget_slot(slot, self.W, self.active, self.h, self.h_n, self.h_mean, self.h_var)
@@ -293,17 +280,14 @@ class PAACDS(Learner):
     def _learned_state(self) -> dict:
         state = {name: getattr(self, name).copy() for name in self._LEARNED}
         state["delta"] = self._current_delta
-        state["classes"] = list(self._classes)
+        state["classes"] = list(self._labels.labels)
         return state
 
     def _load_learned(self, learned: dict) -> None:
         # States saved before the intercept existed have no "b": their bias is 0.
         load_arrays(self, learned, [n for n in self._LEARNED if n != "b" or "b" in learned])
         self._current_delta = float(learned["delta"])
-        self._classes = []
-        self._class_index = {}
-        for label in learned["classes"]:
-            self._label_index(label)
+        self._labels.load(learned["classes"])
 
     def memory_bytes(self) -> int:
         # The class table holds at most n_classes labels; count 64 bytes each.
