@@ -4,12 +4,13 @@ come and go and whose labels are scarce."""
 from .channels import ChannelSpace
 from .evaluate import prequential, replay
 from .learners import (
-    KINDS, LEARNERS, PA, PAACDS, PAFE, Decision, Learner, SynthesisNB, from_state, make_learner,
+    KINDS, LEARNERS, PA, PAACDS, PAFE, Decision, Learner, MultiLabelKELM, SynthesisNB, from_state,
+    make_learner,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ChannelSpace", "Decision", "KINDS", "LEARNERS", "Learner", "PA", "PAACDS", "PAFE", "SynthesisNB",
-    "from_state", "make_learner", "prequential", "replay", "__version__",
+    "ChannelSpace", "Decision", "KINDS", "LEARNERS", "Learner", "MultiLabelKELM", "PA", "PAACDS", "PAFE",
+    "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
 ]

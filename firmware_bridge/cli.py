@@ -187,8 +187,7 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
     for name, s in status["streams"].items():
         streams[name] = {
             "messages": s["data"],
-            "accuracy": s["accuracy"],
-            "f1": s["f1"],
+            **{key: s[key] for key, _ in _SCORES if key in s},
             "query_rate": s["query_rate"],
             "labels_used": s["learned"],
             "channels": s["channels"],
@@ -209,6 +208,10 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
     }
 
 
+# Prequential scores a stream status may carry (single-label or multi-label), and
+# how the summary names them.
+_SCORES = (("accuracy", "accuracy"), ("f1", "F1"), ("hamming_loss", "Hamming loss"), ("micro_f1", "micro-F1"))
+
 # Counters of the pipeline that count work done, not rejects.
 _NOT_REJECTS = {
     "messages", "data", "label_messages", "predictions", "asked", "label_requests", "learned",
@@ -221,8 +224,9 @@ def _print_replay(summary: dict) -> None:
     print(f"replayed {source if isinstance(source, str) else ', '.join(source)}")
     print(f"learner  {summary['learner']}")
     for name, s in summary["streams"].items():
+        scores = "  ".join(f"{label} {s[key]:.4f}" for key, label in _SCORES if key in s)
         print(
-            f"stream {name}: {s['messages']:,} messages  accuracy {s['accuracy']:.4f}  F1 {s['f1']:.4f}  "
+            f"stream {name}: {s['messages']:,} messages  {scores}  "
             f"labels used {s['labels_used']:,} ({s['query_rate']:.1%} asked)  "
             f"channels {s['channels']}  memory {s['memory_bytes']:,} B"
         )

@@ -33,6 +33,20 @@ Whenever a data message carries ``"y"``, the prediction made before any learning
 scored against it in the stream's prequential :class:`ClassificationMetrics`, so a
 replay reports accuracy, F1 and query rate.
 
+Multi-label streams (a learner with ``multilabel = True``, e.g. ``kelm_multilabel``):
+
+* a label is a *label set*, a map of label name to bool, in a data message's ``"y"``
+  and in a label answer; a name it leaves out is missing (not learned, not scored);
+  any other label is ``"unusable_label"``;
+* predictions carry the predicted label set as ``"y"`` (every label name the stream's
+  learner has seen), and ``"score"`` is the margin of its least certain label;
+* a label request asks for the whole label set: besides ``"y_hat"`` (the predicted
+  set) it carries ``"labels"``, the label names the learner knows, in its order; an
+  answer may name others too (new labels, up to the learner's ``max_labels``);
+* the stream status reports ``"hamming_loss"`` and ``"micro_f1"`` over the labels the
+  truths named (:class:`~edgelearn.metrics.MultiLabelMetrics`) instead of
+  ``"accuracy"`` and ``"f1"``.
+
 Nothing a client sends stops the pipeline: every reject is counted by reason
 (:meth:`Pipeline.counters`) and logged at most once per ``log_interval_s`` per reason.
 Memory is bounded by the construction parameters whatever arrives
@@ -66,7 +80,7 @@ from typing import Any, NamedTuple
 
 import edgelearn
 from edgelearn._validation import check_choice, check_number
-from edgelearn.metrics import ClassificationMetrics
+from edgelearn.metrics import ClassificationMetrics, MultiLabelMetrics
 
 from .labels import Outcome, PendingEntry, PendingLabels
 from .protocol import (
@@ -99,7 +113,8 @@ LABEL_POLICIES = ("request", "from_data", "all")
 PIPELINE_REJECTS: dict[str, str] = {
     "too_many_streams": "data for a new stream when max_streams streams exist",
     "unusable_label": "a valid label the stream's learner cannot take (a str for a "
-    "binary learner, a class beyond n_classes, a multi-label map)",
+    "binary learner, a class beyond n_classes, a multi-label map for a single-label "
+    "learner or a single label for a multi-label one, a label set beyond max_labels)",
     "learner_error": "the learner raised on a message (a bug; the message is dropped)",
 }
 """Rejects decided by the pipeline rather than the wire protocol, with what they mean."""
@@ -187,6 +202,7 @@ class _Stream:
         "name",
         "learner",
         "binary",
+        "multilabel",
         "metrics",
         "prediction_topic",
         "label_request_topic",
@@ -202,12 +218,14 @@ class _Stream:
     def __init__(self, name: str, learner: Any, topics: Topics, binary: bool, n_labels: int):
         self.name = name
         self.learner = learner
-        self.binary = binary
-        self.metrics = (
-            ClassificationMetrics(positive=True)
-            if binary
-            else ClassificationMetrics(max_labels=n_labels)
-        )
+        self.multilabel = _is_multilabel(learner)
+        self.binary = binary and not self.multilabel
+        if self.multilabel:
+            self.metrics: ClassificationMetrics | MultiLabelMetrics = MultiLabelMetrics()
+        elif binary:
+            self.metrics = ClassificationMetrics(positive=True)
+        else:
+            self.metrics = ClassificationMetrics(max_labels=n_labels)
         # Built once: Topics checks the id on every call, too slow per message.
         self.prediction_topic = topics.prediction(name)
         self.label_request_topic = topics.label_request(name)
@@ -227,12 +245,15 @@ class _Stream:
     def status(self) -> dict[str, Any]:
         channels = self.learner.channels
         metrics = self.metrics
+        if self.multilabel:
+            scores = {"hamming_loss": metrics.hamming_loss, "micro_f1": metrics.micro_f1}
+        else:
+            scores = {"accuracy": metrics.accuracy, "f1": metrics.f1}
         return {
             **self.counters(),
             "last_seq": self.last_seq,
             "scored": metrics.n,
-            "accuracy": metrics.accuracy,
-            "f1": metrics.f1,
+            **scores,
             "query_rate": self.asked / self.data if self.data else 0.0,
             "channels": channels.n_assigned,
             "channels_ignored": channels.n_ignored,
@@ -241,8 +262,12 @@ class _Stream:
         }
 
 
+def _is_multilabel(learner: Any) -> bool:
+    return bool(getattr(learner, "multilabel", False))
+
+
 def _is_binary(learner: Any) -> bool:
-    return getattr(learner, "n_classes", 2) == 2
+    return not _is_multilabel(learner) and getattr(learner, "n_classes", 2) == 2
 
 
 def _binary_truth(y: Any) -> bool | None:
@@ -334,7 +359,11 @@ class Pipeline:
         self._learner_params_norm = prototype.get_params()
         self._learner_bytes = prototype.memory_bytes()
         self._binary = _is_binary(prototype)
-        self._n_labels = 2 if self._binary else int(prototype.n_classes) + 1
+        # Metric rows a stream keeps: multi-label metrics keep none per label.
+        if _is_multilabel(prototype):
+            self._n_labels = 1
+        else:
+            self._n_labels = 2 if self._binary else int(prototype.n_classes) + 1
         name_room = prototype.channels.max_name_length
         if limits.max_channel_name_bytes > name_room:
             # ChannelSpace counts characters, the protocol bytes: bytes <= room is enough.
@@ -447,6 +476,7 @@ class Pipeline:
                         encode_label_request(
                             req, message.seq, message.ts, decision.label, decision.score,
                             self.labels.ttl_seconds,
+                            learner.labels if stream.multilabel else None,
                         ),
                         self.label_request_qos,
                         False,
@@ -461,16 +491,13 @@ class Pipeline:
     def _score(self, stream: _Stream, y: Any, predicted: Any) -> bool:
         """Count the prediction against the true label ``y``; False if the stream's
         learner cannot take ``y`` (counted as ``"unusable_label"``)."""
-        if stream.binary:
-            truth = _binary_truth(y)
-            if truth is None:
-                self._unusable(stream, y, "a binary learner takes True/1/+1 or False/0/-1")
-                return False
-            stream.metrics.update(truth, predicted)
-            return True
-        if isinstance(y, dict):
-            self._unusable(stream, y, "multi-label maps need a multi-label learner")
+        problem = _label_problem(stream, y)
+        if problem:
+            self._unusable(stream, y, problem)
             return False
+        if stream.binary:
+            stream.metrics.update(_binary_truth(y), predicted)
+            return True
         try:
             stream.metrics.update(y, predicted)
         except ValueError as exc:  # more distinct labels than the learner has classes
@@ -501,11 +528,9 @@ class Pipeline:
             stream = self._streams.get(result.stream)
             if stream is None:  # restore() replaced the stream set; nothing to teach
                 return
-            if stream.binary and _binary_truth(message.y) is None:
-                self._unusable(stream, message.y, "a binary learner takes True/1/+1 or False/0/-1")
-                return
-            if not stream.binary and isinstance(message.y, dict):
-                self._unusable(stream, message.y, "multi-label maps need a multi-label learner")
+            problem = _label_problem(stream, message.y)
+            if problem:
+                self._unusable(stream, message.y, problem)
                 return
             slots, z = result.features
             self._learn(stream, slots, z, message.y)
@@ -649,6 +674,17 @@ class Pipeline:
         last_seq = state.get("last_seq", -1)
         entry.last_seq = last_seq if isinstance(last_seq, int) else -1
         self._streams[stream] = entry
+
+
+def _label_problem(stream: _Stream, y: Any) -> str | None:
+    """Why ``stream``'s learner cannot take the (protocol-valid) label ``y``, or None."""
+    if stream.multilabel:
+        return None if isinstance(y, dict) else "a multi-label learner takes a map of label name to bool"
+    if isinstance(y, dict):
+        return "multi-label maps need a multi-label learner"
+    if stream.binary and _binary_truth(y) is None:
+        return "a binary learner takes True/1/+1 or False/0/-1"
+    return None
 
 
 def _state_problem(

@@ -20,6 +20,13 @@ Inbound schemas (see ``DESIGN.md``)::
     data   {"ts": number, "seq": int >= 0, "ch": {name: number, ...}, "y"?: label}
     label  {"req": request id (str), "y": label}
 
+Outbound (:func:`encode_prediction`, :func:`encode_label_request`)::
+
+    prediction     {"seq", "ts", "y": predicted label, "score", "query": bool}
+    label_request  {"req", "seq", "ts", "y_hat", "score", "ttl", "labels"?: [name, ...]}
+
+(``"labels"``: multi-label streams only, the label names the learner knows.)
+
 A label is a ``bool``, an ``int``, a ``str`` (printable, 1 to
 ``Limits.max_label_bytes`` bytes of UTF-8) or, for multi-label streams, a non-empty
 map of such label names to ``bool``. Keys a message carries beyond these are ignored,
@@ -832,23 +839,30 @@ def encode_prediction(seq: int, ts: float, y: Any, score: Any, query: bool) -> b
 
 
 def encode_label_request(
-    req: str, seq: int, ts: float, y_hat: Any, score: Any, ttl: float
+    req: str, seq: int, ts: float, y_hat: Any, score: Any, ttl: float, labels: Any = None
 ) -> bytes:
     """A request for the label of data message ``seq``; answers must come within ``ttl`` s.
 
-    >>> msgpack.unpackb(encode_label_request("gw-1-ab", 4, 1.5, {"a": True}, 0.5, 600))
-    {'req': 'gw-1-ab', 'seq': 4, 'ts': 1.5, 'y_hat': {'a': True}, 'score': 0.5, 'ttl': 600.0}
+    A multi-label stream asks for the whole label set: ``labels`` lists the label
+    names its learner knows (the answer is a map of label name to bool, and may name
+    others); it is left out of single-label requests.
+
+    >>> msgpack.unpackb(encode_label_request("gw-1-ab", 4, 1.5, 2, 0.5, 600))
+    {'req': 'gw-1-ab', 'seq': 4, 'ts': 1.5, 'y_hat': 2, 'score': 0.5, 'ttl': 600.0}
+    >>> msgpack.unpackb(encode_label_request("gw-1-ab", 4, 1.5, {"a": True}, 0.5, 600, ["a", "b"]))["labels"]
+    ['a', 'b']
     """
-    return _pack(
-        {
-            "req": req,
-            "seq": _int("seq", seq),
-            "ts": _float("ts", ts),
-            "y_hat": y_hat,
-            "score": score,
-            "ttl": _float("ttl", ttl),
-        }
-    )
+    message = {
+        "req": req,
+        "seq": _int("seq", seq),
+        "ts": _float("ts", ts),
+        "y_hat": y_hat,
+        "score": score,
+        "ttl": _float("ttl", ttl),
+    }
+    if labels is not None:
+        message["labels"] = list(labels)
+    return _pack(message)
 
 
 def encode_status(status: Mapping[str, Any]) -> bytes:

@@ -485,3 +485,185 @@ def synthesis_learn(slots, x, c, default, num, forget, var_floor, min_count, mod
             ]
             model = nb_learn(slots, synthetic, c, model, forget)
     return model, nb_learn(slots, x, c, centroids, forget), rng, wrong
+
+
+# -- multi-label semi-supervised online KELM (seed 002) ---------------------------
+
+
+def kelm_kernel(U, V, gamma):
+    """RBF kernel matrix ``exp(-gamma ||u - v||^2)`` between the rows of U and V."""
+    U = np.atleast_2d(np.asarray(U, dtype=np.float64))
+    V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    squared = ((U[:, None, :] - V[None, :, :]) ** 2).sum(axis=2)
+    return np.exp(-gamma * squared)
+
+
+def laplacian(S):
+    """``D - S`` with D the row sums of S."""
+    return np.diag(S.sum(axis=1)) - S
+
+
+def kelm_block_similarities(Kbb, targets, scores, n_neighbors):
+    """``(Sx, Sy)`` of one block.  Sx: each instance's ``min(n_neighbors,
+    nb - 1)`` most similar others by the kernel (ties: lower index), an edge
+    if either end picked it, weighted by the kernel.  Sy: the cosine of the
+    label vectors floored at 0, a missing target (0) filled with the sign of
+    its score (+1 if > 0, else -1); no edges without labels."""
+    nb = len(Kbb)
+    k = min(n_neighbors, nb - 1)
+    picked = np.zeros((nb, nb), dtype=bool)
+    for i in range(nb):
+        others = sorted((j for j in range(nb) if j != i), key=lambda j: (-Kbb[i, j], j))
+        picked[i, others[:k]] = True
+    Sx = np.where(picked | picked.T, Kbb, 0.0)
+    np.fill_diagonal(Sx, 0.0)
+    targets = np.asarray(targets, dtype=np.float64)
+    if targets.shape[1] == 0:
+        return Sx, np.zeros((nb, nb))
+    filled = np.where(targets != 0, targets, np.where(np.asarray(scores) > 0, 1.0, -1.0))
+    norms = np.linalg.norm(filled, axis=1)
+    Sy = np.maximum(filled @ filled.T / np.outer(norms, norms), 0.0)
+    np.fill_diagonal(Sy, 0.0)
+    return Sx, Sy
+
+
+def kelm_omega(X, c, Lx, Ly, gamma, lam, gam):
+    """``Omega = I + (C + lam Lx + gam Ly) K`` of a window whose features
+    are the rows of X."""
+    K = kelm_kernel(X, X, gamma)
+    return np.eye(len(c)) + (np.diag(c) + lam * Lx + gam * Ly) @ K
+
+
+def block_diagonal_from_local(L_local, block, n):
+    """The full n x n matrix of a per-block local layout: row a's entry q
+    is column (first row of a's block) + q."""
+    full = np.zeros((n, n))
+    for a in range(n):
+        first = a
+        while first > 0 and block[first - 1] == block[a]:
+            first -= 1
+        size = int(np.sum(block[:n] == block[a]))
+        full[a, first:first + size] = L_local[a, :size]
+    return full
+
+
+class KELMReference:
+    """The multi-label KELM window rebuilt from scratch at every question,
+    from ALGORITHMS.md and MultiLabelKELM's docstring: lists of instances,
+    each block's similarity graphs kept whole, the window's Laplacians those
+    of the graphs among the members still there, Omega inverted by NumPy.
+
+    ``observe(x)`` puts an instance in the pending block (adding the block
+    to the window first if it is full); ``label(x, t)`` sets targets t (a
+    vector in {-1, 0, +1}^m) on the newest instance with features x (an
+    unlabelled one first, pending first), or appends x labelled.  Labels
+    are indexed in order of first appearance: the label graph of a block
+    uses the labels known when it enters.
+    """
+
+    def __init__(self, window, block_size, max_unlabelled, gamma, J0, lam, gam, n_neighbors, m):
+        self.window, self.block_size, self.max_unlabelled = window, block_size, max_unlabelled
+        self.gamma, self.J0, self.lam, self.gam = gamma, J0, lam, gam
+        self.n_neighbors, self.m = n_neighbors, m
+        self.items = []      # window, oldest first: {"uid", "x", "t", "c", "block"}
+        self.pending = []    # {"x", "t"}
+        self.graphs = {}     # block id -> (uids, Sx, Sy) as built
+        self.next_uid = 0
+        self.next_block = 0
+        self.n_known = 0
+
+    # -- the window as matrices
+    def arrays(self):
+        X = np.array([it["x"] for it in self.items]).reshape(len(self.items), -1)
+        T = np.array([it["t"] for it in self.items]).reshape(len(self.items), self.m)
+        c = np.array([it["c"] for it in self.items])
+        return X, T, c
+
+    def laplacians(self):
+        n = len(self.items)
+        Lx, Ly = np.zeros((n, n)), np.zeros((n, n))
+        position = {it["uid"]: a for a, it in enumerate(self.items)}
+        for uids, Sx, Sy in self.graphs.values():
+            live = [i for i, u in enumerate(uids) if u in position]
+            rows = [position[uids[i]] for i in live]
+            Lx[np.ix_(rows, rows)] = laplacian(Sx[np.ix_(live, live)])
+            Ly[np.ix_(rows, rows)] = laplacian(Sy[np.ix_(live, live)])
+        return Lx, Ly
+
+    def omega(self):
+        X, _, c = self.arrays()
+        Lx, Ly = self.laplacians()
+        return kelm_omega(X, c, Lx, Ly, self.gamma, self.lam, self.gam)
+
+    def scores(self, x):
+        """``f(x) = k(x, window)^T Omega^-1 C T`` (zeros for an empty window)."""
+        if not self.items:
+            return np.zeros(self.m)
+        X, T, c = self.arrays()
+        k = kelm_kernel(x, X, self.gamma)[0]
+        return k @ np.linalg.solve(self.omega(), c[:, None] * T)
+
+    # -- penalties
+    def penalty(self, t, labelled):
+        """``J0 / N``: N the labelled instances among ``labelled`` (target
+        vectors) sharing t's most frequent positive label, or, for t with
+        no positive label, those with none; at least 1."""
+        labelled = np.array(labelled).reshape(-1, self.m)
+        positive = np.flatnonzero(np.asarray(t) > 0)
+        if positive.size:
+            N = max(int(np.sum(labelled[:, j] > 0)) for j in positive)
+        else:
+            N = int(np.sum(~(labelled > 0).any(axis=1)))
+        return self.J0 / max(1, N)
+
+    # -- the stream
+    def observe(self, x):
+        if len(self.pending) == self.block_size:
+            self.flush()
+        self.pending.append({"x": np.array(x, dtype=np.float64), "t": np.zeros(self.m)})
+
+    def label(self, x, t):
+        t = np.asarray(t, dtype=np.float64)
+        self.n_known = max(self.n_known, int(np.flatnonzero(t).max()) + 1)
+        places = [(self.pending, True), (self.items, True), (self.pending, False), (self.items, False)]
+        for where, unlabelled_only in places:
+            for item in reversed(where):
+                if unlabelled_only and (item["t"] != 0).any():
+                    continue
+                if np.array_equal(item["x"], x):
+                    item["t"] = t.copy()
+                    if where is self.items:
+                        others = [it["t"] for it in self.items if it["c"] > 0 and it is not item]
+                        item["c"] = self.penalty(t, others + [t])
+                    return
+        self.observe(x)
+        self.pending[-1]["t"] = t.copy()
+
+    def flush(self):
+        block = self.pending
+        nb = len(block)
+        unlabelled = [it for it in self.items if it["c"] == 0]
+        pending_unlabelled = sum(not (b["t"] != 0).any() for b in block)
+        excess = max(0, len(unlabelled) + pending_unlabelled - self.max_unlabelled)
+        gone = {id(it) for it in unlabelled[:excess]}
+        self.items = [it for it in self.items if id(it) not in gone]
+        self.items = self.items[max(0, len(self.items) + nb - self.window):]
+        F = np.array([self.scores(b["x"]) for b in block]).reshape(nb, self.m)
+        Xb = np.array([b["x"] for b in block])
+        Tb = np.array([b["t"] for b in block]).reshape(nb, self.m)
+        known = self.n_known
+        Sx, Sy = kelm_block_similarities(kelm_kernel(Xb, Xb, self.gamma), Tb[:, :known], F[:, :known],
+                                         self.n_neighbors)
+        labelled = [it["t"] for it in self.items if it["c"] > 0] + [t for t in Tb if (t != 0).any()]
+        uids = []
+        for b in block:
+            is_labelled = (b["t"] != 0).any()
+            c = self.penalty(b["t"], labelled) if is_labelled else 0.0
+            self.items.append({"uid": self.next_uid, "x": b["x"], "t": b["t"], "c": c, "block": self.next_block})
+            uids.append(self.next_uid)
+            self.next_uid += 1
+        self.graphs[self.next_block] = (uids, Sx, Sy)
+        self.next_block += 1
+        self.pending = []
+        live = {it["uid"] for it in self.items}
+        self.graphs = {k: g for k, g in self.graphs.items() if live.intersection(g[0])}

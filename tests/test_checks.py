@@ -43,6 +43,17 @@ LEARNERS = [
         lambda: edgelearn.SynthesisNB(n_classes=3, half_life=200.0, seed=2),
         lambda v: "low" if v < -0.5 else ("mid" if v < 0.5 else "high"),
     ),
+    # Multi-label learners take and predict label sets (dicts of name to bool).
+    (
+        "MultiLabelKELM",
+        lambda: edgelearn.MultiLabelKELM(window=32, block_size=8, max_labels=3, J0=1.0, refactor_every=20),
+        lambda v: {"pos": v > 0, "big": v > 0.5},
+    ),
+    (
+        "MultiLabelKELM-budget",
+        lambda: edgelearn.MultiLabelKELM(window=24, block_size=4, target_query_rate=0.3, gamma=0.2, gam=0.0),
+        lambda v: {"pos": v > 0} if abs(v) > 0.2 else {"pos": v > 0, "near": True},
+    ),
 ]
 IDS = [name for name, _, _ in LEARNERS]
 
@@ -120,6 +131,12 @@ BAD_PARAMS = {
         ("var_floor", 0.0, ValueError), ("n_classes", 1, ValueError), ("capacity", 0, ValueError),
         ("standardize", 1, TypeError), ("seed", -1, ValueError),
     ],
+    "MultiLabelKELM": [
+        ("window", 0, ValueError), ("block_size", 300, ValueError), ("max_unlabelled", 5, ValueError),
+        ("gamma", 0, ValueError), ("J0", -1.0, ValueError), ("lam", -0.1, ValueError), ("gam", "0.1", TypeError),
+        ("n_neighbors", 0, ValueError), ("max_labels", 1.5, TypeError), ("refactor_every", 0, ValueError),
+        ("target_query_rate", 1.5, ValueError), ("budget_gain", 0, ValueError), ("capacity", True, TypeError),
+    ],
 }
 
 
@@ -163,14 +180,19 @@ def test_channels_that_appear_and_vanish(name, factory, make_label):
     rng = random.Random(4)
     # Period 1 on {a, b}; then a vanishes and c appears; then only c; then nothing.
     phases = [("a", "b"), ("b", "c"), ("c",), ()]
+    learned = set()
     for phase in phases:
         for _ in range(300):
             values = {"a": rng.gauss(0, 1), "b": rng.gauss(0, 1), "c": rng.gauss(0, 1)}
             x = {k: values[k] for k in phase}
             y = make_label(values["a"] + values["b"] + values["c"])
             d = model.decide_one(x)
-            # binary learners predict True/False whatever the labels' form
-            assert d.label is None or d.label in {True, False} | {make_label(v) for v in (-1.0, 0.0, 1.0)}
+            if isinstance(d.label, dict):  # a label set: the names learned so far, bools
+                assert set(d.label) == learned and all(type(v) is bool for v in d.label.values())
+                learned |= set(y)
+            else:
+                # binary learners predict True/False whatever the labels' form
+                assert d.label is None or d.label in {True, False} | {make_label(v) for v in (-1.0, 0.0, 1.0)}
             model.learn(d.slots, d.z, y)
     assert set(model.channels.names) == {"a", "b", "c"}
     # An empty instance is predicted, not an error; unknown names in a

@@ -99,3 +99,21 @@ def test_bench_runs_small(capsys):
     result = json.loads(out)
     assert status == 0 and result["n"] == 3000 and result["paacds"]["instances_per_s"] > 0
     assert result["river"]["n"] == 300 and result["ratio"] > 0
+
+
+def test_replay_of_a_multilabel_log(tmp_path, capsys):
+    path = tmp_path / "log.msgpack"
+    rng = np.random.default_rng(0)
+    records = []
+    for i in range(120):
+        a, b = rng.normal(size=2)
+        records.append(("sensors/m/data", float(i), encode_data(float(i), i, {"a": a, "b": b},
+                                                                y={"hot": bool(a > 0), "wet": bool(b > 0)})))
+    write_log(path, records)
+    status, out, _ = run(capsys, "replay", str(path), "--json", "--quiet", "--learner", "kelm_multilabel",
+                         "--set", "window=32", "--set", "block_size=8", "--set", "J0=1000.0")
+    stream = json.loads(out)["streams"]["m"]
+    assert status == 0 and stream["messages"] == 120 and stream["labels_used"] == 120
+    assert "accuracy" not in stream and stream["hamming_loss"] < 0.3 and stream["micro_f1"] > 0.6
+    status, out, _ = run(capsys, "replay", str(path), "--quiet", "--learner", "kelm_multilabel")
+    assert status == 0 and "Hamming loss" in out and "micro-F1" in out

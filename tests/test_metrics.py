@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -153,3 +155,115 @@ def test_f1_macro_with_unsortable_labels():
     y_pred = np.array(["a", 1, 1, 2], dtype=object)
     # a: tp 1, true 2, pred 1 -> 2/3;  1: tp 1, true 1, pred 2 -> 2/3;  2: 1.
     assert f1_macro(y_true, y_pred) == pytest.approx((2 / 3 + 2 / 3 + 1) / 3, abs=TOL)
+
+
+# -- multi-label ----------------------------------------------------------------
+
+from sklearn.metrics import (  # noqa: E402
+    hamming_loss as sk_hamming_loss,
+    label_ranking_average_precision_score,
+    label_ranking_loss,
+    roc_auc_score,
+)
+
+from edgelearn.metrics import (  # noqa: E402
+    MultiLabelMetrics,
+    average_precision,
+    hamming_loss,
+    macro_auc,
+    micro_f1,
+    multilabel_metrics,
+    one_error,
+    ranking_loss,
+)
+
+
+@st.composite
+def multilabel_cases(draw):
+    """Truths, predictions and scores; scores drawn from few values so that
+    ties (which the ranking metrics must break as scikit-learn does) are common.
+    At least two labels: scikit-learn reads a single column as a binary task."""
+    n = draw(st.integers(1, 30))
+    m = draw(st.integers(2, 7))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    p_true = draw(st.sampled_from([0.0, 0.1, 0.5, 0.9, 1.0]))
+    Y_true = rng.random((n, m)) < p_true
+    Y_pred = rng.random((n, m)) < 0.5
+    levels = draw(st.sampled_from([2, 4, 1000]))
+    scores = rng.integers(0, levels, size=(n, m)) / levels - 0.5
+    return Y_true.astype(int), Y_pred.astype(int), scores
+
+
+def one_error_by_hand(Y_true, scores):
+    """The definition, one instance at a time: is the top-scored label
+    (first in column order among ties) absent?"""
+    errors = 0
+    for truth, row in zip(Y_true, scores):
+        top = max(range(len(row)), key=lambda j: (row[j], -j))
+        errors += not truth[top]
+    return errors / len(Y_true)
+
+
+@settings(max_examples=150, deadline=None)
+@given(multilabel_cases())
+def test_multilabel_metrics_match_sklearn(case):
+    Y_true, Y_pred, scores = case
+    assert hamming_loss(Y_true, Y_pred) == pytest.approx(sk_hamming_loss(Y_true, Y_pred), abs=TOL)
+    assert micro_f1(Y_true, Y_pred) == pytest.approx(
+        f1_score(Y_true, Y_pred, average="micro", zero_division=0), abs=TOL)
+    assert average_precision(Y_true, scores) == pytest.approx(
+        label_ranking_average_precision_score(Y_true, scores), abs=TOL)
+    assert ranking_loss(Y_true, scores) == pytest.approx(label_ranking_loss(Y_true, scores), abs=TOL)
+    assert one_error(Y_true, scores) == pytest.approx(one_error_by_hand(Y_true, scores), abs=TOL)
+    both = [j for j in range(Y_true.shape[1]) if 0 < Y_true[:, j].sum() < len(Y_true)]
+    if both:
+        expected = roc_auc_score(Y_true[:, both], scores[:, both], average="macro")
+        assert macro_auc(Y_true, scores) == pytest.approx(expected, abs=TOL)
+    else:
+        assert math.isnan(macro_auc(Y_true, scores))
+    together = multilabel_metrics(Y_true, Y_pred, scores)
+    assert together["ranking_loss"] == ranking_loss(Y_true, scores)
+    assert together["hamming_loss"] == hamming_loss(Y_true, Y_pred)
+
+
+def test_multilabel_metrics_accept_bools_and_signs_alike():
+    Y_true = np.array([[True, False], [False, True], [True, True]])
+    scores = np.array([[0.3, -0.2], [0.1, 0.5], [0.2, 0.2]])
+    Y_pred = scores > 0
+    assert hamming_loss(Y_true, Y_pred) == hamming_loss(Y_true.astype(int), Y_pred.astype(int))
+    assert one_error(Y_true, scores) == 0.0
+
+
+@pytest.mark.parametrize("fn", [hamming_loss, micro_f1, average_precision, ranking_loss, one_error, macro_auc])
+def test_multilabel_input_checks(fn):
+    with pytest.raises(ValueError, match="different shapes"):
+        fn([[1, 0]], [[1, 0, 1]])
+    with pytest.raises(ValueError, match="2-D"):
+        fn([1, 0], [1, 0])
+    with pytest.raises(ValueError, match="empty"):
+        fn(np.zeros((0, 2)), np.zeros((0, 2)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(multilabel_cases())
+def test_streaming_multilabel_metrics_match_sklearn(case):
+    Y_true, Y_pred, _ = case
+    names = [f"l{j}" for j in range(Y_true.shape[1])]
+    m = MultiLabelMetrics()
+    for truth, pred in zip(Y_true, Y_pred):
+        # a prediction may leave out absent labels: they count as predicted absent
+        m.update(dict(zip(names, map(bool, truth))), {k: True for k, v in zip(names, pred) if v})
+    assert m.n == len(Y_true) and m.n_entries == Y_true.size
+    assert m.hamming_loss == pytest.approx(sk_hamming_loss(Y_true, Y_pred), abs=TOL)
+    assert m.micro_f1 == pytest.approx(f1_score(Y_true, Y_pred, average="micro", zero_division=0), abs=TOL)
+
+
+def test_streaming_multilabel_metrics_skip_missing_labels():
+    m = MultiLabelMetrics()
+    assert (m.hamming_loss, m.micro_f1) == (0.0, 0.0)
+    m.update({"a": True, "b": None}, {"a": False, "b": True, "c": True})
+    assert (m.n, m.n_entries, m.n_wrong) == (1, 1, 1)
+    assert m.micro_f1 == 0.0
+    m.reset()
+    assert m.n == 0 and m.n_entries == 0

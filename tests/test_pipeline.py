@@ -426,3 +426,81 @@ def test_reject_logs_are_rate_limited(caplog):
     assert len(lines) == 2
     assert "999 more like it" in lines[1]
     assert pipeline.counters()["not_msgpack"] == 1001
+
+
+# -- multi-label streams ------------------------------------------------------------
+
+KELM = {"window": 32, "block_size": 4, "gamma": 0.5, "J0": 1.0, "max_labels": 4, "capacity": 8}
+
+
+def test_multilabel_stream_label_sets_in_data_requests_and_answers():
+    pipeline, _ = make("kelm_multilabel", KELM)
+    rng = random.Random(1)
+    # Label sets inside data messages are learned at once and scored.
+    for seq in range(12):
+        a, b = rng.gauss(0, 1), rng.gauss(0, 1)
+        out = pipeline.handle(*data("s1", seq, {"a": a, "b": b}, y={"hot": a > 0, "wet": b > 0}), 0.0)
+        assert len(out) == 1 and isinstance(unpack(out[0])["y"], dict)
+    assert pipeline.learner("s1").labels == ["hot", "wet"]
+    # Without a label the learner asks for the whole set, naming the labels it knows.
+    out = pipeline.handle(*data("s1", 12, {"a": 1.0, "b": -1.0}), 0.0)
+    (request,) = requests_in(out)
+    assert request["labels"] == ["hot", "wet"] and set(request["y_hat"]) == {"hot", "wet"}
+    assert unpack(out[0])["y"] == request["y_hat"]
+    calls = spy_learn(pipeline, "s1")
+    assert pipeline.handle(*label("s1", request["req"], {"hot": True, "wet": False, "new": True}), 0.0) == []
+    assert len(calls) == 1 and calls[0][2] == {"hot": True, "wet": False, "new": True}
+    assert pipeline.learner("s1").labels == ["hot", "wet", "new"]
+    status = pipeline.status()["streams"]["s1"]
+    assert status["scored"] == 12 and {"hamming_loss", "micro_f1"} <= set(status)
+    assert "accuracy" not in status and 0.0 <= status["hamming_loss"] <= 1.0
+    counts = pipeline.counters()
+    assert counts["learned"] == 13 and counts["rejected"] == 0
+
+
+def test_multilabel_stream_rejects_single_labels_and_too_many_names():
+    pipeline, _ = make("kelm_multilabel", {**KELM, "max_labels": 2})
+    pipeline.handle(*data("s1", 0, {"a": 1.0}, y=True), 0.0)
+    out = pipeline.handle(*data("s1", 1, {"a": 2.0}), 0.0)
+    (request,) = requests_in(out)
+    pipeline.handle(*label("s1", request["req"], "walking"), 0.0)
+    pipeline.handle(*data("s1", 2, {"a": 3.0}, y={"x": True, "y": False, "z": True}), 0.0)
+    counts = pipeline.counters()
+    assert counts["unusable_label"] == 3 and counts["learned"] == 0
+    assert counts["predictions"] == 3
+    # Single-label streams still refuse label sets.
+    binary, _ = make()
+    binary.handle(*data("s1", 0, {"a": 1.0}, y={"x": True}), 0.0)
+    assert binary.counters()["unusable_label"] == 1
+
+
+def test_multilabel_replay_equals_the_learner_driven_directly():
+    """An emotions slice replayed as data messages whose "y" is the label set
+    (policy "from_data"): the pipeline's predictions and metrics are those of
+    the learner run on the same dicts."""
+    import edgelearn
+    from edgelearn.datasets import load
+    from edgelearn.metrics import MultiLabelMetrics
+
+    ds = load("emotions")
+    params = {"window": 64, "block_size": 10, "J0": 10.0, "max_labels": 6, "capacity": 80,
+              "target_query_rate": 0.3}
+    limits = Limits(max_payload_bytes=16384, max_channels=128, max_container_len=128)
+    pipeline, _ = make("kelm_multilabel", params, label_policy="from_data", limits=limits)
+    direct = edgelearn.make_learner("kelm_multilabel", params)
+    expected = MultiLabelMetrics()
+    names = [n.replace(" ", "_") for n in ds.feature_names]
+    for seq in range(250):
+        x = dict(zip(names, ds.X[seq].tolist()))
+        y = dict(zip(ds.label_names, map(bool, ds.y[seq])))
+        (prediction,) = pipeline.handle(*data("e", seq, x, y=y), 0.0)
+        d = direct.decide_one(x)
+        body = unpack(prediction)
+        assert body["y"] == d.label and body["score"] == d.score and body["query"] == d.ask
+        expected.update(y, d.label)
+        if d.ask:
+            direct.learn(d.slots, d.z, y)
+    status = pipeline.status()["streams"]["e"]
+    assert status["hamming_loss"] == expected.hamming_loss and status["micro_f1"] == expected.micro_f1
+    assert status["learned"] == status["asked"] > 0
+    assert pipeline.learner("e").Q.tobytes() == direct.Q.tobytes()

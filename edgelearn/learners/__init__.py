@@ -1,16 +1,19 @@
 """One module per learner; :func:`from_state` rebuilds any of them."""
 
 from .base import Decision, Learner
+from .kelm import MultiLabelKELM
 from .pa import PA
 from .paacds import PAACDS
 from .pafe import PAFE
 from .synthesis_nb import SynthesisNB
 
 #: Learner classes by the ``kind`` their state carries.
-LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS, PAFE, SynthesisNB)}
+LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS, PAFE, SynthesisNB, MultiLabelKELM)}
 
 #: Learner classes by the name a configuration file uses for them.
-KINDS = {"paacds": PAACDS, "pa": PA, "pafe": PAFE, "synthesis_nb": SynthesisNB}
+KINDS = {
+    "paacds": PAACDS, "pa": PA, "pafe": PAFE, "synthesis_nb": SynthesisNB, "kelm_multilabel": MultiLabelKELM,
+}
 
 
 def make_learner(kind: str, params: dict | None = None) -> Learner:
@@ -21,7 +24,7 @@ def make_learner(kind: str, params: dict | None = None) -> Learner:
     >>> make_learner("svm")
     Traceback (most recent call last):
     ...
-    ValueError: The 'kind' parameter of a learner configuration must be one of {'paacds', 'pa', 'pafe', 'synthesis_nb'}. Got 'svm'.
+    ValueError: The 'kind' parameter of a learner configuration must be one of {'paacds', 'pa', 'pafe', 'synthesis_nb', 'kelm_multilabel'}. Got 'svm'.
     """
     from .._validation import check_choice
 
@@ -46,6 +49,6 @@ def from_state(state: dict) -> Learner:
 
 
 __all__ = [
-    "Decision", "KINDS", "Learner", "LEARNERS", "PA", "PAACDS", "PAFE", "SynthesisNB", "from_state",
-    "make_learner",
+    "Decision", "KINDS", "Learner", "LEARNERS", "MultiLabelKELM", "PA", "PAACDS", "PAFE", "SynthesisNB",
+    "from_state", "make_learner",
 ]
