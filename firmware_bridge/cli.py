@@ -5,6 +5,7 @@
     edgelearn replay data.csv --label occupied
     edgelearn bench                       # replay throughput vs River; --memory for RSS
     edgelearn gateway --config FILE       # the MQTT service
+    edgelearn status --config FILE        # the running gateway's status, from the broker
 """
 
 from __future__ import annotations
@@ -315,6 +316,14 @@ def _add_gateway(subparsers) -> None:
     )
     gateway.add_gateway_arguments(parser)
     parser.set_defaults(func=gateway.run_gateway)
+    status = subparsers.add_parser(
+        "status",
+        help="print a gateway's retained status message (counters, streams, memory)",
+        description="Read the retained status message a gateway keeps on the broker and "
+        "print it: state, connection, counters, rejects by reason, streams, memory budget.",
+    )
+    gateway.add_status_arguments(status)
+    status.set_defaults(func=gateway.run_status)
 
 
 # -- main ----------------------------------------------------------------------

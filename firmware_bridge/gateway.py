@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import collections
 import gc
+import json
 import logging
 import math
 import os
@@ -57,9 +58,9 @@ import edgelearn
 from edgelearn.state import CheckpointError, load_checkpoint, save_checkpoint
 
 from .labels import PendingLabels
-from .mqtt import PROTOCOLS, InboundMessage, MqttBridge, MqttSettings, parse_broker
+from .mqtt import PROTOCOLS, InboundMessage, MqttBridge, MqttSettings, parse_broker, read_retained
 from .pipeline import Pipeline, RateLimitedLog, StateMismatch
-from .protocol import DEFAULT_LIMITS, Limits, Topics, encode_status
+from .protocol import DEFAULT_LIMITS, Limits, Topics, decode_payload, encode_status
 from .recorder import _PREFIX_PATTERN as _RECORDER_PREFIX
 from .recorder import LogWriter
 
@@ -71,6 +72,8 @@ __all__ = [
     "load_config",
     "add_gateway_arguments",
     "run_gateway",
+    "add_status_arguments",
+    "run_status",
     "checkpoint_path",
 ]
 
@@ -1041,6 +1044,89 @@ def run_gateway(args: argparse.Namespace) -> int:
     gc.collect()
     gc.freeze()
     return gateway.run()
+
+
+def add_status_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``edgelearn status`` options to ``parser``; returns it."""
+    parser.add_argument("--config", metavar="FILE",
+                        help="the gateway's configuration: its broker, TLS, credentials, "
+                             "topics and id (default: the defaults of configs/gateway.toml)")
+    parser.add_argument("--broker", metavar="HOST:PORT",
+                        help="MQTT broker, overriding [mqtt] host and port")
+    parser.add_argument("--gateway-id", metavar="ID",
+                        help="gateway id, overriding [gateway] id")
+    parser.add_argument("--username", metavar="USER",
+                        help="MQTT user allowed to read the status topic, overriding "
+                             "[mqtt] username (with the example ACL: dashboard)")
+    parser.add_argument("--password-file", metavar="FILE",
+                        help="file holding that user's password, overriding "
+                             "[mqtt] password_file")
+    parser.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
+                        help="how long to wait for the status (default: 5)")
+    parser.add_argument("--json", action="store_true", help="print the whole status as JSON")
+    return parser
+
+
+def _print_status(status: dict[str, Any]) -> None:
+    counters = status.get("counters", {})
+    memory = status.get("memory", {})
+    print(f"gateway {status.get('gateway')}: {status.get('state')}, "
+          f"{'connected' if status.get('connected') else 'not connected'}, "
+          f"up {status.get('uptime_s', 0):,.0f} s, pid {status.get('pid')}")
+    print(f"messages {counters.get('messages', 0):,}  predictions "
+          f"{counters.get('predictions', 0):,}  label requests "
+          f"{counters.get('label_requests', 0):,}  learned {counters.get('learned', 0):,}  "
+          f"rejected {counters.get('rejected', 0):,}  memory budget "
+          f"{memory.get('total', 0):,} B")
+    rejects = {k: v for k, v in counters.items() if v and k not in (
+        "messages", "data", "label_messages", "predictions", "asked", "label_requests",
+        "learned", "rejected", "connects", "out_connects", "status_published",
+        "checkpoints_written", "label_issued", "label_answered", "label_pending",
+        "outgoing_pending")}
+    if rejects:
+        print("also: " + ", ".join(f"{k} {v:,}" for k, v in sorted(rejects.items())))
+    for name, stream in status.get("streams", {}).items():
+        print(f"  {name}: {stream.get('data', 0):,} messages, asked {stream.get('query_rate', 0):.1%}, "
+              f"learned {stream.get('learned', 0):,}, channels {stream.get('channels', 0)}")
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """``edgelearn status``: print the gateway's retained status message; 0 if one was
+    read, 1 if none came (no gateway has run on this broker with this id), 2 for a bad
+    configuration or an unreachable broker."""
+    overrides, errors = _overrides_from_args(args)
+    if getattr(args, "username", None) is not None:
+        overrides["mqtt.username"] = args.username
+    if getattr(args, "password_file", None) is not None:
+        overrides["mqtt.password_file"] = args.password_file
+    # Checkpoints are the gateway's business, not this reader's.
+    overrides.setdefault("checkpoints.directory", "")
+    config, config_errors = load_config(getattr(args, "config", None), overrides)
+    errors += config_errors
+    if errors:
+        for error in errors:
+            print(f"edgelearn status: error: {error}", file=sys.stderr)
+        return 2
+    topic = config.topics.status(config.gateway_id)
+    try:
+        payload = read_retained(config.mqtt, topic, args.timeout)
+    except ConnectionError as exc:
+        print(f"edgelearn status: error: {exc}", file=sys.stderr)
+        return 2
+    if payload is None:
+        print(f"edgelearn status: no status on {topic} within {args.timeout:g} s "
+              f"(is gateway {config.gateway_id!r} running against "
+              f"{config.mqtt.host}:{config.mqtt.port}?)", file=sys.stderr)
+        return 1
+    status = decode_payload(payload)
+    if not isinstance(status, dict):
+        print(f"edgelearn status: error: {topic} holds no status map", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(status, indent=1, sort_keys=True))
+    else:
+        _print_status(status)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import select
 import time
 from collections.abc import Callable
@@ -67,7 +68,8 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-__all__ = ["PROTOCOLS", "MqttSettings", "InboundMessage", "MqttBridge", "parse_broker"]
+__all__ = ["PROTOCOLS", "MqttSettings", "InboundMessage", "MqttBridge", "parse_broker",
+           "read_retained"]
 
 logger = logging.getLogger("firmware_bridge.mqtt")
 _paho_logger = logging.getLogger("firmware_bridge.mqtt.paho")
@@ -575,6 +577,49 @@ class MqttBridge:
             "publish_dropped": self.publish_dropped,
             "outgoing_pending": self.outgoing_pending(),
         }
+
+
+def read_retained(settings: MqttSettings, topic: str, timeout: float) -> bytes | None:
+    """The retained message on ``topic`` (``None`` if none arrives within ``timeout``
+    seconds), read by a short-lived client with ``settings``' broker, TLS and
+    credentials. Raises ``ConnectionError`` if the broker refuses or cannot be reached.
+    """
+    client = paho.Client(
+        callback_api_version=paho.CallbackAPIVersion.VERSION2,
+        client_id=f"{settings.client_id}-status-{os.getpid()}",
+        protocol=PROTOCOLS[settings.protocol],
+    )
+    if settings.username:
+        client.username_pw_set(settings.username, settings.password)
+    if settings.tls_enabled:
+        client.tls_set(ca_certs=settings.ca_file or None, certfile=settings.cert_file or None,
+                       keyfile=settings.key_file or None)
+    received: list[bytes] = []
+    refused: list[str] = []
+
+    def on_connect(client, userdata, flags, reason_code, properties):
+        if reason_code.is_failure:
+            refused.append(str(reason_code))
+        else:
+            client.subscribe(topic, qos=1)
+
+    client.on_connect = on_connect
+    client.on_message = lambda client, userdata, message: received.append(message.payload)
+    try:
+        client.connect(settings.host, settings.port, keepalive=max(5, int(timeout) + 5))
+    except (OSError, ValueError) as exc:
+        raise ConnectionError(f"cannot reach {settings.host}:{settings.port}: {exc}") from None
+    deadline = time.monotonic() + timeout
+    try:
+        while not received and not refused and time.monotonic() < deadline:
+            if client.loop(0.1) != MQTTErrorCode.MQTT_ERR_SUCCESS and not received:
+                refused.append("the connection was closed")
+    finally:
+        client.disconnect()
+    if refused:
+        raise ConnectionError(
+            f"{settings.host}:{settings.port} refused the connection: {refused[0]}")
+    return received[0] if received else None
 
 
 def _ignore(*_: Any) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import getpass
+import json
 import os
 import pathlib
 import shutil
@@ -408,7 +409,27 @@ def test_a_message_from_mosquitto_pub_is_predicted(broker, gateways, observer_fa
     subprocess.run([mosquitto_pub, "-h", "127.0.0.1", "-p", str(broker.port), "-q", "1",
                     "-t", TOPICS.data("cli"), "-f", str(payload)], check=True, timeout=30)
     wait_until(lambda: 41 in observer.seen("cli"), 20, "the prediction of seq 41")
+    # The operator's view of the same gateway: its retained status, read from the broker.
+    edgelearn = [sys.executable, "-m", "firmware_bridge.cli", "status", "--config",
+                 str(gateway.config), "--broker", f"127.0.0.1:{broker.port}"]
+    wait_until(lambda: observer.status()["counters"]["predictions"] == 1, 10,
+               "a status that counts the prediction")
+    shown = subprocess.run([*edgelearn, "--json"], capture_output=True, text=True,
+                           timeout=60, cwd=ROOT)
+    assert shown.returncode == 0, shown.stderr
+    status = json.loads(shown.stdout)
+    assert status["state"] == "online" and status["pid"] == gateway.process.pid
+    assert status["streams"]["cli"]["data"] == 1
+    text = subprocess.run(edgelearn, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert text.stdout.startswith(f"gateway {GATEWAY_ID}: online, connected"), text.stdout
+    assert "cli: 1 messages" in text.stdout
     assert gateway.terminate() == 0
+    gone = subprocess.run([*edgelearn, "--json"], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert json.loads(gone.stdout)["state"] == "stopped"
+    other = subprocess.run([*edgelearn, "--gateway-id", "nobody", "--timeout", "1"],
+                           capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert other.returncode == 1 and "no status on edgelearn/status/nobody" in other.stderr
 
 
 # --- faults ---------------------------------------------------------------------------
