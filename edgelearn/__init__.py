@@ -4,7 +4,7 @@ come and go and whose labels are scarce."""
 from .channels import ChannelSpace
 from .evaluate import prequential, replay
 from .learners import (
-    KINDS, LEARNERS, PA, PAACDS, PAFE, Decision, Learner, MultiLabelKELM, SynthesisNB, from_state,
+    KINDS, LEARNERS, PA, PAACDS, PAFE, Decision, Learner, MultiLabelKELM, OnlineEnsemble, SynthesisNB, from_state,
     make_learner,
 )
 
@@ -12,5 +12,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ChannelSpace", "Decision", "KINDS", "LEARNERS", "Learner", "MultiLabelKELM", "PA", "PAACDS", "PAFE",
-    "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
+    "OnlineEnsemble", "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
 ]

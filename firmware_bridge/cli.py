@@ -348,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
             "message's recorded \"y\" plays the labeller: with --policy from_data (the "
             "default) the learner sees it only when it asks for it. With no SOURCE, the "
             "bundled demo: an office's occupancy sensors (temperature, humidity, light, CO2), "
-            "20,560 minutes with failing sensors, through PAACDS with a 10%% label budget."
+            "20,560 minutes with failing sensors, through PAACDS with a 10% label budget."
         ),
     )
     replay.add_argument("sources", nargs="*", metavar="SOURCE",

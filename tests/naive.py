@@ -667,3 +667,131 @@ class KELMReference:
         self.pending = []
         live = {it["uid"] for it in self.items}
         self.graphs = {k: g for k, g in self.graphs.items() if live.intersection(g[0])}
+
+
+# -- online ensemble, AC_OE (seed 003) ------------------------------------------------
+
+
+class OnlineEnsembleReference:
+    """AC_OE read from ALGORITHMS.md with lists and NumPy, instance by
+    instance.  Instances are dense rows ``x`` (0 where absent) with a boolean
+    ``present`` row; classes are indices.  Members are dicts
+    ``{"model", "weight", "errors", "born"}`` in the order they were first
+    filled; a model is ``None`` (no vote) or what ``fit`` returns."""
+
+    def __init__(self, base, chunk_size, n_members, beta, alpha, reservoir_size, C, gamma,
+                 n_classes, var_floor, min_count, seed):
+        self.base, self.n, self.k, self.beta, self.alpha = base, chunk_size, n_members, beta, alpha
+        self.m, self.C, self.gamma, self.K = reservoir_size, C, gamma, n_classes
+        self.var_floor, self.min_count = var_floor, min_count
+        self.rng = int(seed)
+        self.members = []
+        self.global_model = None
+        self.chunk = []  # (x, present, c, correct)
+        self.reservoir = []  # (x, present, c)
+        self.offered = 0
+        self.chunks = 0
+
+    def fit(self, rows):
+        X = np.array([r[0] for r in rows])
+        P = np.array([r[1] for r in rows])
+        y = np.array([r[2] for r in rows])
+        if self.base == "kelm":
+            gamma = self.gamma if self.gamma is not None else 1.0 / max(1, int(P.any(axis=0).sum()))
+            K = kelm_kernel(X, X, gamma)
+            T = np.where(y[:, None] == np.arange(self.K)[None, :], 1.0, -1.0)
+            return ("kelm", X, np.linalg.solve(K + np.eye(len(y)) / self.C, T), gamma)
+        if self.base == "pa":
+            W = np.zeros((self.K, X.shape[1]))
+            for x, c in zip(X, y):
+                norm = float(x @ x)
+                if norm == 0.0:
+                    continue
+                for label in range(self.K):
+                    sign = 1.0 if label == c else -1.0
+                    loss = 1.0 - sign * float(W[label] @ x)
+                    if loss > 0.0:
+                        W[label] += min(self.C, loss / norm) * sign * x
+            return ("pa", W)
+        d = X.shape[1]
+        model = {"class_count": np.zeros(self.K), "count": np.zeros((self.K, d), dtype=np.int64),
+                 "mean": np.zeros((self.K, d)), "var": np.zeros((self.K, d))}
+        for x, p, c in zip(X, P, y):
+            slots = np.flatnonzero(p)
+            model = nb_learn(slots, x[slots], int(c), model, 0.0)
+        return ("nb", model)
+
+    def predict_model(self, model, x, present):
+        if model is None:
+            return -1
+        if model[0] == "kelm":
+            _, X, coef, gamma = model
+            scores = np.exp(-gamma * ((X - x) ** 2).sum(axis=1)) @ coef
+        elif model[0] == "pa":
+            scores = model[1] @ x
+        else:
+            slots = np.flatnonzero(present)
+            scores, _ = nb_joint_log_likelihood(slots, x[slots], model[1], self.var_floor, self.min_count)
+        finite = np.isfinite(scores)
+        return int(np.argmax(np.where(finite, scores, -np.inf))) if finite.any() else -1
+
+    def votes(self, x, present):
+        votes = np.zeros(self.K)
+        voted = False
+        for member in self.members:
+            label = self.predict_model(member["model"], x, present)
+            if label >= 0:
+                votes[label] += member["weight"]
+                voted = True
+        label = self.predict_model(self.global_model, x, present) if self.chunks else -1
+        if label >= 0:
+            votes[label] += self.alpha
+            voted = True
+        return votes, voted
+
+    def predict(self, x, present):
+        votes, voted = self.votes(x, present)
+        if voted:
+            return int(np.argmax(votes))
+        if not self.chunk:
+            return -1
+        return int(np.argmax(np.bincount([r[2] for r in self.chunk], minlength=self.K)))
+
+    def learn(self, x, present, c):
+        predicted = self.predict(x, present)
+        for member in self.members:
+            if self.predict_model(member["model"], x, present) != c:
+                member["weight"] *= self.beta
+                member["errors"] += 1
+        total = sum(member["weight"] for member in self.members)
+        for member in self.members:
+            member["weight"] /= total
+        self.chunk.append((x.copy(), present.copy(), c, predicted == c))
+        if len(self.chunk) == self.n:
+            self.end_chunk()
+
+    def end_chunk(self):
+        newcomer = {"model": self.fit(self.chunk), "weight": 1.0, "errors": 0, "born": self.chunks}
+        if len(self.members) < self.k:
+            self.members.append(newcomer)
+        else:
+            worst = max(range(self.k), key=lambda i: (self.members[i]["errors"], -self.members[i]["born"]))
+            self.members[worst] = newcomer
+        total = sum(member["weight"] for member in self.members)
+        for member in self.members:
+            member["weight"] /= total
+            member["errors"] = 0
+        self.global_model = self.fit(self.chunk + [(x, p, c, True) for x, p, c in self.reservoir])
+        for x, p, c, correct in self.chunk:
+            if not correct:
+                continue
+            self.offered += 1
+            if len(self.reservoir) < self.m:
+                self.reservoir.append((x, p, c))
+            else:
+                self.rng, u = uniform(self.rng)
+                j = int(u * self.offered)
+                if j < self.m:
+                    self.reservoir[j] = (x, p, c)
+        self.chunk = []
+        self.chunks += 1

@@ -43,6 +43,17 @@ LEARNERS = [
         lambda: edgelearn.SynthesisNB(n_classes=3, half_life=200.0, seed=2),
         lambda v: "low" if v < -0.5 else ("mid" if v < 0.5 else "high"),
     ),
+    ("OnlineEnsemble", lambda: edgelearn.OnlineEnsemble(chunk_size=20, n_members=3, reservoir_size=15), lambda v: v > 0),
+    (
+        "OnlineEnsemble-nb-3",
+        lambda: edgelearn.OnlineEnsemble(base="nb", chunk_size=15, n_members=2, reservoir_size=10, n_classes=3, seed=2),
+        lambda v: "low" if v < -0.5 else ("mid" if v < 0.5 else "high"),
+    ),
+    (
+        "OnlineEnsemble-pa",
+        lambda: edgelearn.OnlineEnsemble(base="pa", chunk_size=10, n_members=4, reservoir_size=0, alpha=0.5),
+        lambda v: 1 if v > 0 else -1,
+    ),
     # Multi-label learners take and predict label sets (dicts of name to bool).
     (
         "MultiLabelKELM",
@@ -130,6 +141,12 @@ BAD_PARAMS = {
         ("num", -1, ValueError), ("num", 2.0, TypeError), ("half_life", 0, ValueError),
         ("var_floor", 0.0, ValueError), ("n_classes", 1, ValueError), ("capacity", 0, ValueError),
         ("standardize", 1, TypeError), ("seed", -1, ValueError),
+    ],
+    "OnlineEnsemble": [
+        ("base", "svm", ValueError), ("chunk_size", 0, ValueError), ("n_members", 2.0, TypeError),
+        ("beta", 1.0, ValueError), ("alpha", -1.0, ValueError), ("reservoir_size", -1, ValueError),
+        ("C", 0.0, ValueError), ("gamma", float("inf"), ValueError), ("var_floor", 0, ValueError),
+        ("n_classes", 1, ValueError), ("capacity", True, TypeError), ("seed", -1, ValueError),
     ],
     "MultiLabelKELM": [
         ("window", 0, ValueError), ("block_size", 300, ValueError), ("max_unlabelled", 5, ValueError),

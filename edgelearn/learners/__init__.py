@@ -1,6 +1,7 @@
 """One module per learner; :func:`from_state` rebuilds any of them."""
 
 from .base import Decision, Learner
+from .ensemble import OnlineEnsemble
 from .kelm import MultiLabelKELM
 from .pa import PA
 from .paacds import PAACDS
@@ -8,11 +9,12 @@ from .pafe import PAFE
 from .synthesis_nb import SynthesisNB
 
 #: Learner classes by the ``kind`` their state carries.
-LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS, PAFE, SynthesisNB, MultiLabelKELM)}
+LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS, PAFE, SynthesisNB, MultiLabelKELM, OnlineEnsemble)}
 
 #: Learner classes by the name a configuration file uses for them.
 KINDS = {
     "paacds": PAACDS, "pa": PA, "pafe": PAFE, "synthesis_nb": SynthesisNB, "kelm_multilabel": MultiLabelKELM,
+    "ensemble": OnlineEnsemble,
 }
 
 
@@ -24,7 +26,7 @@ def make_learner(kind: str, params: dict | None = None) -> Learner:
     >>> make_learner("svm")
     Traceback (most recent call last):
     ...
-    ValueError: The 'kind' parameter of a learner configuration must be one of {'paacds', 'pa', 'pafe', 'synthesis_nb', 'kelm_multilabel'}. Got 'svm'.
+    ValueError: The 'kind' parameter of a learner configuration must be one of {'paacds', 'pa', 'pafe', 'synthesis_nb', 'kelm_multilabel', 'ensemble'}. Got 'svm'.
     """
     from .._validation import check_choice
 
@@ -49,6 +51,6 @@ def from_state(state: dict) -> Learner:
 
 
 __all__ = [
-    "Decision", "KINDS", "Learner", "LEARNERS", "MultiLabelKELM", "PA", "PAACDS", "PAFE", "SynthesisNB",
+    "Decision", "KINDS", "Learner", "LEARNERS", "MultiLabelKELM", "OnlineEnsemble", "PA", "PAACDS", "PAFE", "SynthesisNB",
     "from_state", "make_learner",
 ]

@@ -1,0 +1,193 @@
+"""OnlineEnsemble (AC_OE): its kernels against plain NumPy, the decay rule by
+hand, and the whole learner against the reference in ``naive``."""
+
+import random
+
+import numpy as np
+import pytest
+
+import edgelearn
+import naive
+from edgelearn.kernels import ensemble as E
+from edgelearn.kernels.rng import new_state
+from edgelearn.learners.ensemble import _MIN_COUNT
+
+
+def test_weights_follow_the_decay_rule_on_a_hand_checked_sequence():
+    weights = np.array([0.5, 0.25, 0.25, 0.0])
+    errors = np.zeros(4, dtype=np.int64)
+    # y = 1: member 0 is wrong, so 0.5 * 0.8 = 0.4 and the sum is 0.9.
+    E.decay_weights(np.array([0, 1, 1, 7]), 1, weights, errors, 3, 0.8)
+    np.testing.assert_allclose(weights[:3], [0.4 / 0.9, 0.25 / 0.9, 0.25 / 0.9], rtol=1e-15)
+    assert weights[3] == 0.0 and errors.tolist() == [1, 0, 0, 0]
+    # y = 0: members 1 and 2 are wrong: 4/9, 0.8 * 2.5/9, 0.8 * 2.5/9, sum 8/9.
+    E.decay_weights(np.array([0, 2, 1, 7]), 0, weights, errors, 3, 0.8)
+    np.testing.assert_allclose(weights[:3], [0.5, 0.25, 0.25], rtol=1e-14)
+    assert errors.tolist() == [1, 1, 1, 0]
+
+
+def test_weighted_vote_adds_the_global_learner_with_alpha():
+    votes = np.zeros(3)
+    labels = np.array([0, 2, 2, -1])
+    weights = np.array([0.5, 0.3, 0.2, 0.9])
+    assert E.weighted_vote(labels, weights, 4, -1, 1.0, 3, votes) == (0, pytest.approx(0.0))
+    label, margin = E.weighted_vote(labels, weights, 4, 1, 0.6, 3, votes)
+    assert label == 1 and margin == pytest.approx(0.1)
+    assert E.weighted_vote(labels[:0], weights, 0, -1, 1.0, 3, votes) == (-1, 0.0)
+
+
+def test_worst_member_is_the_one_with_most_errors_then_the_oldest():
+    assert E.worst_member(np.array([3, 5, 5, 1]), np.array([0, 4, 2, 1]), 4) == 2
+    assert E.worst_member(np.array([3, 5, 5, 9]), np.array([0, 4, 2, 1]), 3) == 2
+
+
+def _rows(rng, m, d, p_missing=0.3):
+    X = rng.normal(size=(m, d))
+    present = rng.random((m, d)) > p_missing
+    return np.where(present, X, 0.0), present
+
+
+def test_kernel_ridge_fit_matches_a_from_scratch_solve():
+    rng = np.random.default_rng(1)
+    X, present = _rows(rng, 40, 6)
+    labels = rng.integers(0, 3, 40)
+    gram, target, support = np.zeros((50, 50)), np.zeros((50, 3)), np.zeros((50, 6))
+    E.kelm_system(X, labels, 40, 6, 3, 0.3, 2.0, support, gram, target)
+    coef = np.linalg.solve(gram[:40, :40], target[:40])
+    _, _, expected, _ = naive.OnlineEnsembleReference(
+        "kelm", 40, 1, 0.9, 1.0, 0, 2.0, 0.3, 3, 0.01, 2, 0).fit(list(zip(X, present, labels)))
+    np.testing.assert_allclose(coef, expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(support[:40], X)
+    scores = np.zeros(3)
+    out = np.zeros(1, dtype=np.int64)
+    bank_support, bank_coef = support[None].copy(), np.zeros((1, 50, 3))
+    bank_coef[0, :40] = coef
+    E.kelm_scores(0, X[3], 6, bank_support, bank_coef, np.array([40]), np.array([0.3]), 3, scores)
+    np.testing.assert_allclose(scores, naive.kelm_kernel(X[3], X, 0.3)[0] @ coef, rtol=1e-12)
+    E.kelm_labels(1, X[3], 6, bank_support, bank_coef, np.array([40]), np.array([0.3]), 3, scores, out)
+    assert out[0] == int(np.argmax(scores))
+
+
+def test_pa_fit_matches_the_reference():
+    rng = np.random.default_rng(2)
+    X, present = _rows(rng, 60, 5)
+    labels = rng.integers(0, 3, 60)
+    w = np.zeros((2, 3, 5))
+    E.pa_fit(1, X, labels, 60, 5, 3, 0.5, w)
+    _, expected = naive.OnlineEnsembleReference(
+        "pa", 60, 1, 0.9, 1.0, 0, 0.5, None, 3, 0.01, 2, 0).fit(list(zip(X, present, labels)))
+    np.testing.assert_allclose(w[1], expected, rtol=1e-12, atol=1e-14)
+    assert not w[0].any()
+
+
+def test_naive_bayes_fit_matches_the_reference():
+    rng = np.random.default_rng(3)
+    X, present = _rows(rng, 50, 4)
+    labels = rng.integers(0, 2, 50)
+    bank = {"class_count": np.ones((1, 2)), "count": np.ones((1, 2, 4), dtype=np.int64),
+            "mean": np.ones((1, 2, 4)), "var": np.ones((1, 2, 4))}
+    E.nb_fit(0, X, present, labels, 50, bank["class_count"], bank["count"], bank["mean"], bank["var"],
+             np.zeros(4, dtype=np.int32), np.zeros(4))
+    _, expected = naive.OnlineEnsembleReference(
+        "nb", 50, 1, 0.9, 1.0, 0, 1.0, None, 2, 0.01, 2, 0).fit(list(zip(X, present, labels)))
+    for key in expected:
+        np.testing.assert_allclose(bank[key][0], expected[key], rtol=1e-12, atol=1e-14)
+
+
+def test_reservoir_keeps_a_uniform_sample_of_the_rows_offered():
+    rng_state = new_state(5)
+    res_X, res_present, res_labels = np.zeros((10, 1)), np.zeros((10, 1), dtype=np.bool_), np.zeros(10, dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    seen = np.zeros(1000)
+    for start in range(0, 1000, 50):  # 20 chunks of 50, half of them kept
+        X = np.arange(start, start + 50, dtype=float)[:, None]
+        keep = (np.arange(50) % 2) == 0
+        E.reservoir_add(X, np.ones((50, 1), dtype=np.bool_), np.zeros(50, dtype=np.int64), keep, 50,
+                        res_X, res_present, res_labels, counts, rng_state)
+        seen[res_X[:, 0].astype(int)] += 1
+    assert counts.tolist() == [10, 500]
+    assert (res_X[:, 0] % 2 == 0).all() and len(set(res_X[:, 0])) == 10
+    # The same draws in plain Python.
+    state, reservoir, offered = 5, [], 0
+    for value in range(0, 1000, 2):
+        offered += 1
+        if len(reservoir) < 10:
+            reservoir.append(value)
+        else:
+            state, u = naive.uniform(state)
+            if int(u * offered) < 10:
+                reservoir[int(u * offered)] = value
+    assert res_X[:, 0].tolist() == reservoir
+
+
+def _stream(n, seed, n_classes, n_channels=5, p_missing=0.2, switch=None):
+    rng = random.Random(seed)
+    weights = [[rng.gauss(0, 1) for _ in range(n_channels)] for _ in range(n_classes)]
+    for i in range(n):
+        if switch is not None and i == switch:
+            weights = weights[1:] + weights[:1]
+        values = [rng.gauss(0, 1) for _ in range(n_channels)]
+        x = {f"ch{j}": 5 * j + v for j, v in enumerate(values) if rng.random() > p_missing}
+        scores = [sum(w * v for w, v in zip(row, values)) for row in weights]
+        yield x, scores.index(max(scores))
+
+
+@pytest.mark.parametrize("base", ["kelm", "pa", "nb"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_learner_matches_the_reference_instance_by_instance(base, n_classes):
+    params = dict(base=base, chunk_size=25, n_members=3, beta=0.8, alpha=0.7, reservoir_size=30, C=2.0,
+                  gamma=None, var_floor=0.01, n_classes=n_classes, capacity=8, seed=4)
+    model = edgelearn.OnlineEnsemble(**params)
+    reference = naive.OnlineEnsembleReference(
+        base, 25, 3, 0.8, 0.7, 30, 2.0, None, n_classes, 0.01, _MIN_COUNT, 4)
+    agree = 0
+    for i, (x, c) in enumerate(_stream(600, seed=n_classes, n_classes=n_classes, switch=300)):
+        y = bool(c) if n_classes == 2 else f"class{c}"
+        decision = model.decide_one(x)
+        dense, present = np.zeros(8), np.zeros(8, dtype=bool)
+        dense[decision.slots], present[decision.slots] = decision.z, True
+        expected = reference.predict(dense, present)
+        # The learner indexes multiclass labels in order of first appearance.
+        expected_label = (expected == 1) if n_classes == 2 else (model.classes[expected] if expected >= 0 else None)
+        assert decision.label == expected_label, i
+        agree += decision.label == y
+        model.learn(decision.slots, decision.z, y)
+        index = c if n_classes == 2 else model.classes.index(y)
+        reference.learn(dense, present, index)
+        weights = [member["weight"] for member in reference.members]
+        np.testing.assert_allclose(model.weights[: model.members], weights, rtol=1e-12)
+    assert model.members == 3 and int(model.progress[2]) == 24
+    assert int(model.reservoir_counts[0]) == 30
+    assert agree / 600 > 0.5  # it learns something, or the comparison is empty
+
+
+def test_members_are_replaced_after_a_drift_and_accuracy_recovers():
+    model = edgelearn.OnlineEnsemble(chunk_size=50, n_members=4, n_classes=3, seed=1)
+    hits = []
+    for x, c in _stream(4000, seed=9, n_classes=3, p_missing=0.0, switch=2000):
+        hits.append(model.predict_one(x) == c)
+        model.learn_one(x, c)
+    before, just_after, recovered = np.mean(hits[1500:2000]), np.mean(hits[2000:2100]), np.mean(hits[3500:])
+    assert just_after < before - 0.2  # the drift hurts...
+    # ...until new members have replaced the old ones (the global learner's
+    # reservoir still holds the old concept, so not all the way back).
+    assert recovered > just_after + 0.2
+    assert model.born.min() >= 40  # every member was trained after the drift (chunk 40)
+
+
+def test_forgetting_a_slot_clears_it_everywhere():
+    model = edgelearn.OnlineEnsemble(base="nb", chunk_size=10, n_members=2, reservoir_size=5, capacity=3, evict_after=5)
+    for i in range(40):
+        model.learn_one({"a": float(i % 3), "b": float(i % 5)}, i % 2 == 0)
+    slot = model.channels.slot_of("b")
+    for i in range(20):  # "b" vanishes; "c" takes a free slot, "d" recycles b's
+        model.learn_one({"a": float(i % 3), "c": 1.0 + i % 2}, i % 2 == 0)
+    model.learn_one({"a": 1.0, "d": 2.0}, True)
+    assert "b" not in model.channels.names and "d" in model.channels.names
+    assert not model.member_count[:, :, slot].any() and not model.global_count[:, :, slot].any()
+    assert not model.reservoir_present[:, slot].any()
+
+
+def test_gateway_can_build_it_by_kind():
+    model = edgelearn.make_learner("ensemble", {"base": "pa", "n_classes": 4})
+    assert isinstance(model, edgelearn.OnlineEnsemble) and model.base == "pa"
