@@ -16,6 +16,17 @@ dict path (through :func:`iter_array`) see the same stream:
 
 * :func:`hyperplane`: the rotating (moving) hyperplane of Hulten et al. (2001).
 
+Generators with concept drift at known instance indices (``drift_at``; instance
+``drift_at[j]`` is the first one of concept ``j + 1``), after MOA's generators; the
+streams of the AC_OE protocol (100k instances, drifts at 25k/50k/75k):
+
+* :func:`sea`: SEA concepts (Street and Kim 2001), abrupt threshold changes.
+* :func:`led`: the seven-segment LED digits with drifting attribute positions,
+  abrupt or gradual (MOA's ``LEDGeneratorDrift`` in a ``ConceptDriftStream``).
+* :func:`random_rbf`: random radial basis functions, centroids moving at a given
+  speed and redrawn at each drift point ("RBF blips").
+* :func:`random_tree`: labels from a random decision tree, a new tree per concept.
+
 Feature evolution (the PAFE protocol), also as an array with NaN for absent channels:
 
 * :func:`evolve_features`: a channel set replaced by a linear mix of it, with an
@@ -34,9 +45,12 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from edgelearn._validation import check_number, format_value
+from edgelearn._validation import check_bool, check_number, format_value
 
-__all__ = ["iter_array", "drop_features", "capricious", "hyperplane", "evolve_features"]
+__all__ = [
+    "iter_array", "drop_features", "capricious", "hyperplane", "evolve_features",
+    "sea", "led", "random_rbf", "random_tree",
+]
 
 
 def _as_matrix(X: Any, owner: str) -> np.ndarray:
@@ -282,3 +296,90 @@ def evolve_features(
     # NaN times 0 is NaN, so a missing old value leaves its mixes missing.
     Z[start:, d1:] = X[start:] @ G
     return Z, G
+
+
+# -- drifting generators -----------------------------------------------------------
+
+
+def _drift_points(drift_at: Any, owner: str) -> tuple[int, ...]:
+    """``drift_at`` as a tuple of strictly increasing non-negative ints.
+
+    Points at or beyond ``n`` are allowed (that drift simply does not happen in a
+    shorter stream), so the paper's defaults work for quick small streams.
+    """
+    message = (f"The 'drift_at' parameter of {owner} must be a strictly increasing "
+               f"sequence of ints in [0, inf). Got {format_value(drift_at)}.")
+    if isinstance(drift_at, (str, bytes)) or isinstance(drift_at, numbers.Number):
+        raise TypeError(message)
+    try:
+        points = list(drift_at)
+    except TypeError:
+        raise TypeError(message) from None
+    for p in points:
+        if not isinstance(p, numbers.Integral) or isinstance(p, (bool, np.bool_)):
+            raise TypeError(message)
+    points = [int(p) for p in points]
+    if any(p < 0 for p in points) or any(b <= a for a, b in zip(points, points[1:])):
+        raise ValueError(message)
+    return tuple(points)
+
+
+def _concept_index(n: int, drift_at: tuple[int, ...]) -> np.ndarray:
+    """Concept of each instance for abrupt drift: the number of drift points <= t."""
+    return np.searchsorted(np.asarray(drift_at, dtype=np.int64), np.arange(n),
+                           side="right").astype(np.int64)
+
+
+def _concept_starts(drift_at: tuple[int, ...]) -> np.ndarray:
+    return np.asarray((0,) + drift_at, dtype=np.int64)
+
+
+def sea(
+    n: int,
+    drift_at: Sequence[int] = (25_000, 50_000, 75_000),
+    thresholds: Sequence[float] = (8.0, 9.0, 7.0, 9.5),
+    noise: float = 0.1,
+    seed: Any = 0,
+):
+    """SEA concepts (Street and Kim 2001; MOA's ``SEAGenerator``): ``n`` instances of
+    three features uniform in [0, 10], of which only the first two matter.
+
+    Concept ``j`` (instances ``drift_at[j-1] <= t < drift_at[j]``) labels an instance
+    1 when ``x1 + x2 > thresholds[j]`` and 0 when ``x1 + x2 <= thresholds[j]`` (MOA's
+    direction, and that of ``shared/datasets/sea.csv``: its labels agree with
+    ``x1 + x2 > 9`` on 90% of the rows, its 10% noise); the label is then flipped
+    with probability ``noise``. So ``thresholds`` has one value per concept,
+    ``len(drift_at) + 1``. Drift points at or beyond ``n`` do not happen.
+
+    Returns ``(X, y)``: float64 ``(n, 3)`` and int64 labels in {0, 1}. The same
+    ``seed`` gives the same stream, and the features do not depend on ``noise``.
+
+    >>> X, y = sea(6, drift_at=(3,), thresholds=(8.0, 12.0), noise=0.0, seed=1)
+    >>> X.shape, y.tolist()
+    ((6, 3), [1, 1, 1, 0, 0, 0])
+    >>> bool(((X[:, 0] + X[:, 1] > np.array([8, 8, 8, 12, 12, 12])) == y).all())
+    True
+    >>> sea(10, noise=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'noise' parameter of sea must be a float in [0, 1]. Got 2.
+    """
+    owner = "sea"
+    n = check_number("n", n, owner, 0, None, integer=True)
+    points = _drift_points(drift_at, owner)
+    if isinstance(thresholds, (str, bytes)) or not hasattr(thresholds, "__len__"):
+        raise TypeError(f"The 'thresholds' parameter of {owner} must be a sequence of "
+                        f"floats, one per concept. Got {format_value(thresholds)}.")
+    if len(thresholds) != len(points) + 1:
+        raise ValueError(f"The 'thresholds' parameter of {owner} must have "
+                         f"len(drift_at) + 1 = {len(points) + 1} values (one per concept). "
+                         f"Got {len(thresholds)}.")
+    limits = np.array([check_number("thresholds", v, owner, None, None) for v in thresholds],
+                      dtype=np.float64)
+    noise = check_number("noise", noise, owner, 0, 1)
+    rng = _rng(seed, owner)
+    X = rng.uniform(0.0, 10.0, size=(n, 3))
+    flip = rng.random(n) < noise
+    y = (X[:, 0] + X[:, 1] > limits[_concept_index(n, points)]).astype(np.int64)
+    y[flip] ^= 1
+    return X, y

@@ -268,3 +268,83 @@ def test_evolve_features_rejects_bad_parameters(kwargs, exc, shown):
 
     with pytest.raises(exc, match=re.escape(shown)):
         evolve_features(np.zeros((30, 3)), **kwargs)
+
+
+# --- drifting generators ---------------------------------------------------------------
+
+from edgelearn.datasets import load  # noqa: E402
+from edgelearn.streams import sea  # noqa: E402
+
+
+def test_sea_rule_matches_the_shared_data_at_its_noise_level():
+    data = load("sea")
+    Xd, yd = data.X, data.y
+    # The data agree with their own rule (x1 + x2 > 9 is class 1) on ~90% of rows...
+    data_rule = (Xd[:, 0] + Xd[:, 1] > 9).astype(np.int64)
+    agree_data = (data_rule == yd).mean()
+    assert abs(agree_data - 0.9) < 0.01
+    # ...and the other direction would agree on ~10% only.
+    assert ((Xd[:, 0] + Xd[:, 1] <= 9) == yd).mean() < 0.15
+    # The generator with the same single concept and noise: same direction, same rate.
+    X, y = sea(len(yd), drift_at=(), thresholds=(9,), noise=0.1, seed=3)
+    agree_gen = ((X[:, 0] + X[:, 1] > 9) == y).mean()
+    assert abs(agree_gen - agree_data) < 0.01
+    # Noiseless, the generator labels the data's own features with their rule: it
+    # reproduces the data's labels at the data's rate.
+    X0, y0 = sea(10, drift_at=(), thresholds=(9,), noise=0.0)
+    assert np.array_equal(y0, (X0[:, 0] + X0[:, 1] > 9).astype(np.int64))
+    assert X.min() >= 0 and X.max() <= 10 and abs(X.mean() - 5) < 0.05
+
+
+def test_sea_noiseless_obeys_each_concepts_threshold_and_noise_flips_only_labels():
+    drift_at = (250, 500, 750)
+    X, y = sea(1000, drift_at=drift_at, noise=0.0, seed=5)
+    assert X.dtype == np.float64 and y.dtype == np.int64 and X.shape == (1000, 3)
+    limits = np.repeat([8.0, 9.0, 7.0, 9.5], 250)
+    assert np.array_equal(y, (X[:, 0] + X[:, 1] > limits).astype(np.int64))
+    X2, y2 = sea(20000, drift_at=drift_at, noise=0.0, seed=5)
+    X3, y3 = sea(20000, drift_at=drift_at, noise=0.25, seed=5)
+    assert np.array_equal(X2, X3) and np.array_equal(X2[:1000], X)
+    assert abs((y2 != y3).mean() - 0.25) < 0.015
+
+
+def test_sea_same_seed_same_stream_and_drift_beyond_n_never_happens():
+    a = sea(500, seed=9)
+    b = sea(500, seed=9)
+    c = sea(500, seed=10)
+    assert all(np.array_equal(u, v) for u, v in zip(a, b))
+    assert not np.array_equal(a[0], c[0])
+    # Default drift points (25k, ...) lie beyond 500 instances: one concept (8.0).
+    X, y = sea(500, noise=0.0, seed=9)
+    assert np.array_equal(y, (X[:, 0] + X[:, 1] > 8.0).astype(np.int64))
+    assert sea(0)[0].shape == (0, 3) and sea(0)[1].dtype == np.int64
+    Xg, yg = sea(50, seed=np.random.default_rng(4))
+    Xs, ys = sea(50, seed=4)
+    assert np.array_equal(Xg, Xs) and np.array_equal(yg, ys)
+
+
+@pytest.mark.parametrize("kwargs, exc, shown", [
+    ({"noise": 2}, ValueError, "The 'noise' parameter of sea must be a float in [0, 1]. Got 2."),
+    ({"thresholds": (8.0, 9.0)}, ValueError,
+     "The 'thresholds' parameter of sea must have len(drift_at) + 1 = 4 values (one per concept). Got 2."),
+    ({"drift_at": (10,), "thresholds": (8.0, 9.0, 7.0)}, ValueError, "len(drift_at) + 1 = 2 values"),
+    ({"thresholds": 8.0, "drift_at": ()}, TypeError, "'thresholds' parameter of sea must be a sequence"),
+    ({"thresholds": (8.0, "9", 7.0, 9.5)}, TypeError, "'thresholds' parameter of sea"),
+    ({"drift_at": (50, 20, 70)}, ValueError,
+     "The 'drift_at' parameter of sea must be a strictly increasing sequence of ints in [0, inf)"),
+    ({"drift_at": (-1, 20, 70)}, ValueError, "'drift_at' parameter of sea"),
+    ({"drift_at": (10.0, 20, 70)}, TypeError, "'drift_at' parameter of sea"),
+    ({"drift_at": 10}, TypeError, "'drift_at' parameter of sea"),
+    ({"seed": -1}, ValueError, "'seed' parameter of sea"),
+])
+def test_sea_rejects_bad_parameters_by_name(kwargs, exc, shown):
+    with pytest.raises(exc) as info:
+        sea(100, **kwargs)
+    assert shown in str(info.value)
+
+
+def test_sea_rejects_bad_n():
+    with pytest.raises(TypeError, match="'n' parameter of sea"):
+        sea(10.0)
+    with pytest.raises(ValueError, match="'n' parameter of sea"):
+        sea(-1)
