@@ -49,7 +49,7 @@ from edgelearn._validation import check_bool, check_number, format_value
 
 __all__ = [
     "iter_array", "drop_features", "capricious", "hyperplane", "evolve_features",
-    "sea", "led", "random_rbf", "random_tree",
+    "sea", "led", "LED_SEGMENTS", "random_rbf", "random_tree",
 ]
 
 
@@ -382,4 +382,122 @@ def sea(
     flip = rng.random(n) < noise
     y = (X[:, 0] + X[:, 1] > limits[_concept_index(n, points)]).astype(np.int64)
     y[flip] ^= 1
+    return X, y
+
+
+#: Segments lit for each digit (rows 0..9), in MOA's order: top, upper left, upper
+#: right, middle, lower left, lower right, bottom.
+LED_SEGMENTS = np.array([
+    [1, 1, 1, 0, 1, 1, 1],
+    [0, 0, 1, 0, 0, 1, 0],
+    [1, 0, 1, 1, 1, 0, 1],
+    [1, 0, 1, 1, 0, 1, 1],
+    [0, 1, 1, 1, 0, 1, 0],
+    [1, 1, 0, 1, 0, 1, 1],
+    [1, 1, 0, 1, 1, 1, 1],
+    [1, 0, 1, 0, 0, 1, 0],
+    [1, 1, 1, 1, 1, 1, 1],
+    [1, 1, 1, 1, 0, 1, 1],
+], dtype=np.int64)
+LED_SEGMENTS.setflags(write=False)
+
+_LED_ATTRIBUTES = 24
+
+
+def _gradual_concepts(n: int, drift_at: tuple[int, ...], width: float,
+                      rng: np.random.Generator) -> np.ndarray:
+    """Concept of each instance for MOA's nested ``ConceptDriftStream``.
+
+    Around drift point ``p`` an instance at ``t`` passes to the next concept with
+    probability ``1 / (1 + exp(-4 (t - p) / width))``; the streams are nested, so it
+    reaches concept ``j`` only if it passed drift points ``1 .. j``. The draws
+    (``n x len(drift_at)`` uniforms) are made whatever ``width`` is.
+    """
+    u = rng.random((n, len(drift_at)))
+    t = np.arange(n, dtype=np.float64)[:, None]
+    p = np.asarray(drift_at, dtype=np.float64)[None, :]
+    if width == 0:
+        passed = t >= p
+    else:
+        # 1 / (1 + exp(-x)) = (1 + tanh(x / 2)) / 2, which never overflows.
+        passed = u < 0.5 * (1.0 + np.tanh(2.0 * (t - p) / width))
+    return np.cumprod(passed, axis=1).sum(axis=1).astype(np.int64)
+
+
+def led(
+    n: int,
+    drift_at: Sequence[int] = (50_000,),
+    width: float = 0,
+    n_drift_features: int = 7,
+    noise: float = 0.1,
+    seed: Any = 0,
+    return_segments: bool = False,
+):
+    """LED digits with drift (MOA's ``LEDGeneratorDrift``, changes as in its
+    ``ConceptDriftStream``): ``n`` instances of 24 binary attributes.
+
+    The class is a digit, uniform in 0..9. Seven attributes are the seven segments
+    of that digit on a display (:data:`LED_SEGMENTS`), each flipped with
+    probability ``noise``; the other 17 are random bits. Concept 0 has the segments
+    in columns 0..6. At each drift point a new concept places them afresh:
+    ``n_drift_features`` of the seven segments, chosen at random, move to random
+    irrelevant columns, whose bits move to the segments' columns (a swap from the
+    plain layout, redrawn if it equals the previous concept's).
+
+    ``width = 0``: abrupt drift, instance ``t`` belongs to the concept after every
+    drift point ``<= t``. ``width > 0``: gradual, as ``ConceptDriftStream``: around
+    each drift point ``p`` the instance at ``t`` comes from the newer concept with
+    probability ``1 / (1 + exp(-4 (t - p) / width))`` (half at ``p``, about 98% at
+    ``p + width``). The paper's LED_abrupt is ``led(100_000)``; its LED_gradual is
+    taken here as ``led(100_000, drift_at=(25_000, 50_000, 75_000), width=1000)``.
+
+    Returns ``(X, y)``: float64 ``(n, 24)`` of 0/1 and int64 digits; with
+    ``return_segments=True`` also ``segments``, int64 ``(len(drift_at) + 1, 7)``,
+    the column of each segment in each concept, and ``concept``, int64 ``(n,)``, the
+    concept each instance was drawn from. The same ``seed`` gives the same stream.
+
+    >>> X, y, segments, concept = led(3, drift_at=(2,), noise=0.0, seed=0,
+    ...                               return_segments=True)
+    >>> X.shape, y.tolist(), concept.tolist()
+    ((3, 24), [5, 0, 2], [0, 0, 1])
+    >>> X[2, segments[1]].astype(int).tolist() == LED_SEGMENTS[2].tolist()
+    True
+    >>> led(10, n_drift_features=8)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'n_drift_features' parameter of led must be an int in [0, 7]. Got 8.
+    """
+    owner = "led"
+    n = check_number("n", n, owner, 0, None, integer=True)
+    points = _drift_points(drift_at, owner)
+    width = check_number("width", width, owner, 0, None)
+    k = check_number("n_drift_features", n_drift_features, owner, 0, 7, integer=True)
+    noise = check_number("noise", noise, owner, 0, 1)
+    return_segments = check_bool("return_segments", return_segments, owner)
+    rng = _rng(seed, owner)
+
+    # layouts[j, a]: the column of base attribute a (0..6 segments, 7..23 random bits).
+    layouts = np.empty((len(points) + 1, _LED_ATTRIBUTES), dtype=np.int64)
+    layouts[0] = np.arange(_LED_ATTRIBUTES)
+    for j in range(1, len(points) + 1):
+        while True:
+            layout = np.arange(_LED_ATTRIBUTES)
+            moved = rng.permutation(7)[:k]
+            into = 7 + rng.permutation(_LED_ATTRIBUTES - 7)[:k]
+            layout[moved], layout[into] = into, moved
+            if k == 0 or not np.array_equal(layout, layouts[j - 1]):
+                break
+        layouts[j] = layout
+
+    digit = rng.integers(0, 10, size=n)
+    base = np.empty((n, _LED_ATTRIBUTES), dtype=np.float64)
+    base[:, :7] = LED_SEGMENTS[digit] ^ (rng.random((n, 7)) < noise)
+    base[:, 7:] = rng.integers(0, 2, size=(n, _LED_ATTRIBUTES - 7))
+    concept = _gradual_concepts(n, points, width, rng)
+    X = np.empty_like(base)
+    # Row i puts base attribute a into column layouts[concept[i], a].
+    X[np.arange(n)[:, None], layouts[concept]] = base
+    y = digit.astype(np.int64)
+    if return_segments:
+        return X, y, layouts[:, :7].copy(), concept
     return X, y

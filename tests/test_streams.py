@@ -348,3 +348,96 @@ def test_sea_rejects_bad_n():
         sea(10.0)
     with pytest.raises(ValueError, match="'n' parameter of sea"):
         sea(-1)
+
+
+from edgelearn.streams import LED_SEGMENTS, led  # noqa: E402
+
+
+def _decode(X, segments, concept):
+    """Digit shown by each row through its concept's segment columns (-1: none)."""
+    shown = X[np.arange(len(X))[:, None], segments[concept]].astype(np.int64)
+    match = (shown[:, None, :] == LED_SEGMENTS[None, :, :]).all(axis=2)
+    return np.where(match.any(axis=1), match.argmax(axis=1), -1)
+
+
+def test_led_segment_table_is_the_seven_segment_display():
+    # Ten distinct patterns; 8 lights all, 1 the two right segments.
+    assert len({tuple(r) for r in LED_SEGMENTS.tolist()}) == 10
+    assert LED_SEGMENTS[8].sum() == 7 and LED_SEGMENTS[1].tolist() == [0, 0, 1, 0, 0, 1, 0]
+    assert LED_SEGMENTS.sum(axis=1).tolist() == [6, 2, 5, 5, 4, 5, 6, 3, 7, 6]
+
+
+@pytest.mark.parametrize("width", [0, 300])
+def test_led_noiseless_rows_decode_to_their_digit_through_the_moved_segments(width):
+    drift_at = (2000, 4000, 6000)
+    X, y, segments, concept = led(8000, drift_at=drift_at, width=width, noise=0.0,
+                                  seed=1, return_segments=True)
+    assert X.shape == (8000, 24) and X.dtype == np.float64 and y.dtype == np.int64
+    assert set(np.unique(X).tolist()) == {0.0, 1.0}
+    assert segments.shape == (4, 7) and segments[0].tolist() == list(range(7))
+    assert np.array_equal(_decode(X, segments, concept), y)
+    # Each later concept moves all 7 segments (the default) into irrelevant columns.
+    for j in range(1, 4):
+        assert (segments[j] >= 7).all() and len(set(segments[j].tolist())) == 7
+        assert not np.array_equal(segments[j], segments[j - 1])
+    # Through the first concept's columns, later rows no longer decode as their digit.
+    later = concept > 0
+    assert (_decode(X[later], segments, np.zeros(later.sum(), dtype=np.int64)) == y[later]).mean() < 0.2
+    # Classes uniform, irrelevant bits fair coins.
+    assert np.all(np.abs(np.bincount(y, minlength=10) / 8000 - 0.1) < 0.02)
+
+
+def test_led_abrupt_concepts_follow_the_drift_points():
+    _, _, segments, concept = led(1000, drift_at=(100, 600), seed=2, return_segments=True)
+    assert np.array_equal(concept, np.repeat([0, 1, 2], [100, 500, 400]))
+    _, _, segments, _ = led(10, drift_at=(100, 600), n_drift_features=2, seed=2,
+                            return_segments=True)
+    for j in (1, 2):
+        moved = segments[j] != np.arange(7)
+        assert moved.sum() == 2 and (segments[j][moved] >= 7).all()
+    _, _, segments, concept = led(300, drift_at=(100,), n_drift_features=0, seed=2,
+                                  return_segments=True)
+    assert (segments == np.arange(7)).all()
+
+
+def test_led_gradual_mixes_concepts_with_moas_sigmoid():
+    width, p = 1000, 25_000
+    _, _, _, concept = led(50_000, drift_at=(p,), width=width, seed=3, return_segments=True)
+    t = np.arange(50_000)
+    for lo, hi in [(p - 1500, p - 500), (p - 250, p + 250), (p + 500, p + 1500)]:
+        inside = (t >= lo) & (t < hi)
+        expected = (1 / (1 + np.exp(-4 * (t[inside] - p) / width))).mean()
+        assert abs((concept[inside] == 1).mean() - expected) < 0.03
+    # Far from the drift point the concept is pure.
+    assert (concept[: p - 5 * width] == 0).all() and (concept[p + 5 * width:] == 1).all()
+    # Nested drift points: concept 2 only after both, in order.
+    _, _, _, concept = led(30_000, drift_at=(10_000, 20_000), width=1000, seed=4,
+                           return_segments=True)
+    assert (np.diff(concept[:: 500]) >= 0).all()
+    assert concept.min() == 0 and concept.max() == 2
+
+
+def test_led_noise_flips_segments_only_and_seeds_repeat():
+    X0, y0 = led(20000, noise=0.0, seed=5)
+    X1, y1 = led(20000, noise=0.2, seed=5)
+    assert np.array_equal(y0, y1) and np.array_equal(X0[:, 7:], X1[:, 7:])
+    assert abs((X0[:, :7] != X1[:, :7]).mean() - 0.2) < 0.01
+    assert abs(X0[:, 7:].mean() - 0.5) < 0.01
+    a, b, c = led(500, seed=6), led(500, seed=6), led(500, seed=7)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert not np.array_equal(a[0], c[0])
+    assert led(0)[0].shape == (0, 24)
+
+
+@pytest.mark.parametrize("kwargs, exc, shown", [
+    ({"noise": 1.5}, ValueError, "The 'noise' parameter of led must be a float in [0, 1]. Got 1.5."),
+    ({"width": -1}, ValueError, "The 'width' parameter of led must be a float in [0, inf]. Got -1."),
+    ({"n_drift_features": 8}, ValueError, "'n_drift_features' parameter of led must be an int in [0, 7]"),
+    ({"n_drift_features": 2.0}, TypeError, "'n_drift_features' parameter of led"),
+    ({"drift_at": (5, 5)}, ValueError, "'drift_at' parameter of led"),
+    ({"return_segments": 1}, TypeError, "The 'return_segments' parameter of led must be a bool. Got 1."),
+])
+def test_led_rejects_bad_parameters_by_name(kwargs, exc, shown):
+    with pytest.raises(exc) as info:
+        led(100, **kwargs)
+    assert shown in str(info.value)
