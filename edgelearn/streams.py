@@ -501,3 +501,94 @@ def led(
     if return_segments:
         return X, y, layouts[:, :7].copy(), concept
     return X, y
+
+
+def _bounce(u: np.ndarray) -> np.ndarray:
+    """Fold coordinates into [0, 1] by reflection at 0 and 1 (a point moving at
+    constant speed that bounces off the walls of the unit cube)."""
+    r = np.mod(u, 2.0)
+    return np.where(r > 1.0, 2.0 - r, r)
+
+
+def random_rbf(
+    n: int,
+    n_features: int = 20,
+    n_classes: int = 4,
+    n_centroids: int = 50,
+    drift_at: Sequence[int] = (25_000, 50_000, 75_000),
+    speed: float = 0.0,
+    seed: Any = 0,
+    return_centroids: bool = False,
+):
+    """Random radial basis functions with drift (MOA's ``RandomRBFGenerator`` and
+    ``RandomRBFGeneratorDrift``; the paper's "RBFblips").
+
+    ``n_centroids`` centroids, each with a position uniform in ``[0, 1]^d``, a class
+    uniform in ``0 .. n_classes - 1``, a standard deviation uniform in [0, 1) and a
+    weight uniform in [0, 1). An instance picks a centroid with probability
+    proportional to its weight and lies at the centroid's position plus a random
+    direction (uniform in ``[-1, 1]^d``, normalized) times a length drawn from
+    ``N(0, stddev^2)``; it carries the centroid's class. Instances may fall outside
+    the unit cube, as in MOA.
+
+    Drift: every centroid moves ``speed`` per instance along a random direction of
+    its own, bouncing off the faces of ``[0, 1]^d`` (instance ``t`` of a concept
+    sees the positions after ``t`` steps from the concept's start); at each drift
+    point all centroid positions are redrawn uniformly and the movement restarts
+    from them (classes, deviations, weights and directions stay). ``speed = 0``
+    (default) gives only the abrupt changes.
+
+    Returns ``(X, y)``: float64 ``(n, n_features)`` and int64 classes. With
+    ``return_centroids=True`` also a dict of arrays: ``"centroid"`` ``(n,)`` the
+    centroid each instance came from, ``"center"`` ``(n, d)`` its position then,
+    ``"positions"`` ``(len(drift_at) + 1, n_centroids, d)`` the positions at each
+    concept's start, ``"classes"``, ``"stddev"``, ``"weights"`` ``(n_centroids,)``
+    and ``"velocity"`` ``(n_centroids, d)``. The same ``seed`` gives the same stream.
+
+    >>> X, y = random_rbf(5, n_features=2, n_classes=3, n_centroids=4, seed=0)
+    >>> X.shape, y.tolist()
+    ((5, 2), [1, 2, 2, 2, 2])
+    >>> random_rbf(10, speed=-0.1)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'speed' parameter of random_rbf must be a float in [0, inf]. Got -0.1.
+    """
+    owner = "random_rbf"
+    n = check_number("n", n, owner, 0, None, integer=True)
+    d = check_number("n_features", n_features, owner, 1, None, integer=True)
+    n_classes = check_number("n_classes", n_classes, owner, 1, None, integer=True)
+    c = check_number("n_centroids", n_centroids, owner, 1, None, integer=True)
+    points = _drift_points(drift_at, owner)
+    speed = check_number("speed", speed, owner, 0, None)
+    if not np.isfinite(speed):
+        raise ValueError(f"The 'speed' parameter of {owner} must be finite. Got inf.")
+    return_centroids = check_bool("return_centroids", return_centroids, owner)
+    rng = _rng(seed, owner)
+
+    # The model: drawn first, a fixed number of draws for given sizes.
+    positions = rng.random((len(points) + 1, c, d))
+    classes = rng.integers(0, n_classes, size=c).astype(np.int64)
+    stddev = rng.random(c)
+    weights = rng.random(c)
+    heading = rng.uniform(-1.0, 1.0, size=(c, d))
+    norm = np.linalg.norm(heading, axis=1, keepdims=True)
+    velocity = speed * heading / np.where(norm > 0, norm, 1.0)
+
+    # The instances.
+    which = rng.choice(c, size=n, p=weights / weights.sum())
+    direction = rng.uniform(-1.0, 1.0, size=(n, d))
+    length = rng.standard_normal(n) * stddev[which]
+    concept = _concept_index(n, points)
+    steps = (np.arange(n) - _concept_starts(points)[concept]).astype(np.float64)
+    center = positions[concept, which]
+    if speed > 0:
+        center = _bounce(center + steps[:, None] * velocity[which])
+    norm = np.linalg.norm(direction, axis=1)
+    scale = length / np.where(norm > 0, norm, 1.0)
+    X = center + direction * scale[:, None]
+    y = classes[which]
+    if return_centroids:
+        return X, y, {"centroid": which.astype(np.int64), "center": center,
+                      "positions": positions, "classes": classes, "stddev": stddev,
+                      "weights": weights, "velocity": velocity}
+    return X, y

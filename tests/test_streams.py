@@ -441,3 +441,98 @@ def test_led_rejects_bad_parameters_by_name(kwargs, exc, shown):
     with pytest.raises(exc) as info:
         led(100, **kwargs)
     assert shown in str(info.value)
+
+
+from edgelearn.streams import random_rbf  # noqa: E402
+
+
+def test_random_rbf_instances_lie_around_their_centroid_and_carry_its_class():
+    X, y, info = random_rbf(40_000, n_features=5, n_classes=3, n_centroids=8,
+                            drift_at=(), seed=1, return_centroids=True)
+    assert X.shape == (40_000, 5) and X.dtype == np.float64 and y.dtype == np.int64
+    k = info["centroid"]
+    assert np.array_equal(y, info["classes"][k])
+    assert set(np.unique(y).tolist()) <= {0, 1, 2}
+    # Distance to the centroid over its deviation is |N(0, 1)|.
+    ratio = np.linalg.norm(X - info["positions"][0][k], axis=1) / info["stddev"][k]
+    assert abs(ratio.mean() - math.sqrt(2 / math.pi)) < 0.02 and ratio.max() < 6
+    # The tightest centroid: all its instances are close (6 of its deviations), and
+    # nearer to it than to any centroid of another class.
+    c0 = int(np.argmin(info["stddev"]))
+    tight = k == c0
+    assert tight.sum() > 100 and info["stddev"][c0] < 0.2
+    dist = np.linalg.norm(X[tight][:, None, :] - info["positions"][0][None], axis=2)
+    assert (dist[:, c0] < 6 * info["stddev"][c0]).all()
+    other = info["classes"] != info["classes"][c0]
+    assert (dist[:, c0] < dist[:, other].min(axis=1)).mean() > 0.9
+    # Centroids are picked in proportion to their weights.
+    share = np.bincount(k, minlength=8) / 40_000
+    assert np.allclose(share, info["weights"] / info["weights"].sum(), atol=0.01)
+    p = info["positions"]
+    assert p.shape == (1, 8, 5) and (p >= 0).all() and (p < 1).all()
+    assert ((info["stddev"] >= 0) & (info["stddev"] < 1)).all()
+
+
+def test_random_rbf_positions_are_redrawn_at_each_drift_point():
+    drift_at = (10_000, 20_000)
+    X, y, info = random_rbf(30_000, n_features=3, n_centroids=4, drift_at=drift_at,
+                            seed=2, return_centroids=True)
+    p, k = info["positions"], info["centroid"]
+    assert p.shape == (3, 4, 3)
+    assert np.array_equal(info["center"], p[np.repeat([0, 1, 2], 10_000), k])
+    # From the data alone: per concept and centroid, the instances average to
+    # that concept's position, which differs from one concept to the next.
+    for j in range(3):
+        rows = slice(j * 10_000, (j + 1) * 10_000)
+        for c in range(4):
+            mine = k[rows] == c
+            if mine.sum() < 200:
+                continue
+            spread = info["stddev"][c] / math.sqrt(mine.sum())
+            assert np.all(np.abs(X[rows][mine].mean(axis=0) - p[j, c]) < 6 * spread + 1e-9)
+    assert np.all(np.linalg.norm(np.diff(p, axis=0), axis=2) > 0.01)
+
+
+def test_random_rbf_centroids_move_at_the_speed_and_bounce_in_the_unit_cube():
+    speed, n = 0.013, 3000
+    _, _, info = random_rbf(n, n_features=4, n_centroids=6, drift_at=(1000,), speed=speed,
+                            seed=3, return_centroids=True)
+    v = info["velocity"]
+    assert np.allclose(np.linalg.norm(v, axis=1), speed)
+    # Plain simulation: positions step by v and reflect off 0 and 1; restart at drift.
+    expected = np.empty((n, 4))
+    pos, vel = info["positions"][0].copy(), v.copy()
+    for t in range(n):
+        if t == 1000:
+            pos, vel = info["positions"][1].copy(), v.copy()
+        expected[t] = pos[info["centroid"][t]]
+        pos = pos + vel
+        over, under = pos > 1, pos < 0
+        pos[over] = 2 - pos[over]
+        pos[under] = -pos[under]
+        vel[over | under] *= -1
+    np.testing.assert_allclose(info["center"], expected, atol=1e-9)
+    assert (info["center"] >= 0).all() and (info["center"] <= 1).all()
+
+
+def test_random_rbf_seeds_and_shapes():
+    a, b, c = random_rbf(300, seed=4), random_rbf(300, seed=4), random_rbf(300, seed=5)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert not np.array_equal(a[0], c[0])
+    X, y = random_rbf(0)
+    assert X.shape == (0, 20) and y.shape == (0,) and y.dtype == np.int64
+
+
+@pytest.mark.parametrize("kwargs, exc, shown", [
+    ({"speed": -0.1}, ValueError, "The 'speed' parameter of random_rbf must be a float in [0, inf]. Got -0.1."),
+    ({"speed": float("inf")}, ValueError, "'speed' parameter of random_rbf must be finite"),
+    ({"n_features": 0}, ValueError, "'n_features' parameter of random_rbf must be an int in [1, inf)"),
+    ({"n_classes": 0}, ValueError, "'n_classes' parameter of random_rbf"),
+    ({"n_centroids": 2.5}, TypeError, "'n_centroids' parameter of random_rbf"),
+    ({"drift_at": [3, 2]}, ValueError, "'drift_at' parameter of random_rbf"),
+    ({"return_centroids": "yes"}, TypeError, "'return_centroids' parameter of random_rbf must be a bool"),
+])
+def test_random_rbf_rejects_bad_parameters_by_name(kwargs, exc, shown):
+    with pytest.raises(exc) as info:
+        random_rbf(100, **kwargs)
+    assert shown in str(info.value)
