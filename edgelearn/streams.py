@@ -49,7 +49,7 @@ from edgelearn._validation import check_bool, check_number, format_value
 
 __all__ = [
     "iter_array", "drop_features", "capricious", "hyperplane", "evolve_features",
-    "sea", "led", "LED_SEGMENTS", "random_rbf", "random_tree",
+    "sea", "led", "LED_SEGMENTS", "random_rbf", "random_tree", "TREE_LEAF_FRACTION",
 ]
 
 
@@ -592,3 +592,128 @@ def random_rbf(
                       "positions": positions, "classes": classes, "stddev": stddev,
                       "weights": weights, "velocity": velocity}
     return X, y
+
+
+#: Probability that a node at depth ``>= min_leaf_depth`` (and ``< max_depth``) is a
+#: leaf in :func:`random_tree`: MOA's ``leafFraction`` default.
+TREE_LEAF_FRACTION = 0.15
+
+
+def _grow_tree(rng: np.random.Generator, n_features: int, n_classes: int,
+               max_depth: int, min_leaf_depth: int) -> dict[str, np.ndarray]:
+    """One random tree in preorder, as MOA's ``generateRandomTreeNode`` on numeric
+    attributes: a split draws its threshold uniformly inside the range the path
+    leaves to that feature, so no branch is empty."""
+    feature: list[int] = []
+    threshold: list[float] = []
+    left: list[int] = []
+    right: list[int] = []
+    label: list[int] = []
+
+    def grow(depth: int, lo: np.ndarray, hi: np.ndarray) -> int:
+        node = len(feature)
+        feature.append(-1)
+        threshold.append(np.nan)
+        left.append(-1)
+        right.append(-1)
+        label.append(-1)
+        if depth >= max_depth or (depth >= min_leaf_depth
+                                  and rng.random() < TREE_LEAF_FRACTION):
+            label[node] = int(rng.integers(n_classes))
+            return node
+        f = int(rng.integers(n_features))
+        cut = lo[f] + (hi[f] - lo[f]) * rng.random()
+        feature[node], threshold[node] = f, cut
+        below_hi = hi.copy()
+        below_hi[f] = cut
+        above_lo = lo.copy()
+        above_lo[f] = cut
+        left[node] = grow(depth + 1, lo, below_hi)
+        right[node] = grow(depth + 1, above_lo, hi)
+        return node
+
+    grow(0, np.zeros(n_features), np.ones(n_features))
+    return {
+        "feature": np.array(feature, dtype=np.int64),
+        "threshold": np.array(threshold, dtype=np.float64),
+        "left": np.array(left, dtype=np.int64),
+        "right": np.array(right, dtype=np.int64),
+        "label": np.array(label, dtype=np.int64),
+    }
+
+
+def _tree_labels(tree: dict[str, np.ndarray], X: np.ndarray, depth: int) -> np.ndarray:
+    """Route every row of ``X`` down ``tree`` at once, one level per pass."""
+    node = np.zeros(len(X), dtype=np.int64)
+    rows = np.arange(len(X))
+    feature, threshold = tree["feature"], tree["threshold"]
+    for _ in range(depth):
+        f = feature[node]
+        inner = f >= 0
+        if not inner.any():
+            break
+        value = X[rows, np.maximum(f, 0)]
+        step = np.where(value < threshold[node], tree["left"][node], tree["right"][node])
+        node = np.where(inner, step, node)
+    return tree["label"][node]
+
+
+def random_tree(
+    n: int,
+    n_features: int = 30,
+    n_classes: int = 10,
+    max_depth: int = 5,
+    min_leaf_depth: int = 3,
+    drift_at: Sequence[int] = (25_000, 50_000, 75_000),
+    seed: Any = 0,
+    return_trees: bool = False,
+):
+    """Labels from a random decision tree (MOA's ``RandomTreeGenerator``, numeric
+    attributes only), a new tree at each drift point.
+
+    Features are uniform in [0, 1]. A tree node at depth ``< min_leaf_depth`` (the
+    root has depth 0) always splits; from ``min_leaf_depth`` on it is a leaf with
+    probability :data:`TREE_LEAF_FRACTION` (0.15, MOA's default), and at
+    ``max_depth`` always. A split picks a random feature and a threshold uniform in
+    the interval that the splits above leave to that feature; a row goes left when
+    its value is ``< threshold``, right otherwise. A leaf's class is uniform in
+    ``0 .. n_classes - 1``. Concept ``j`` labels its instances with tree ``j``.
+
+    Returns ``(X, y)``: float64 ``(n, n_features)`` and int64 classes. With
+    ``return_trees=True`` also the list of ``len(drift_at) + 1`` trees, each a dict
+    of arrays over its nodes (preorder, node 0 the root): ``"feature"`` (-1 at a
+    leaf), ``"threshold"`` (NaN at a leaf), ``"left"``, ``"right"`` (child node
+    indices, -1 at a leaf) and ``"label"`` (the class at a leaf, -1 inside). The
+    same ``seed`` gives the same stream.
+
+    >>> X, y, trees = random_tree(4, n_features=3, n_classes=2, max_depth=2,
+    ...                           min_leaf_depth=2, seed=5, return_trees=True)
+    >>> X.shape, y.tolist()
+    ((4, 3), [0, 1, 1, 1])
+    >>> trees[0]["feature"].tolist(), trees[0]["label"].tolist()
+    ([2, 2, -1, -1, 2, -1, -1], [-1, -1, 1, 0, -1, 0, 1])
+    >>> random_tree(10, max_depth=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'min_leaf_depth' parameter of random_tree must be an int in [0, 2]. Got 3.
+    """
+    owner = "random_tree"
+    n = check_number("n", n, owner, 0, None, integer=True)
+    d = check_number("n_features", n_features, owner, 1, None, integer=True)
+    n_classes = check_number("n_classes", n_classes, owner, 1, None, integer=True)
+    max_depth = check_number("max_depth", max_depth, owner, 0, None, integer=True)
+    min_leaf_depth = check_number("min_leaf_depth", min_leaf_depth, owner, 0, max_depth,
+                                  integer=True)
+    points = _drift_points(drift_at, owner)
+    return_trees = check_bool("return_trees", return_trees, owner)
+    rng = _rng(seed, owner)
+    trees = [_grow_tree(rng, d, n_classes, max_depth, min_leaf_depth)
+             for _ in range(len(points) + 1)]
+    X = rng.random((n, d))
+    y = np.empty(n, dtype=np.int64)
+    starts = list(_concept_starts(points)) + [n]
+    for j, tree in enumerate(trees):
+        lo, hi = min(int(starts[j]), n), min(int(starts[j + 1]), n)
+        if hi > lo:
+            y[lo:hi] = _tree_labels(tree, X[lo:hi], max_depth)
+    return (X, y, trees) if return_trees else (X, y)

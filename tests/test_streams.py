@@ -536,3 +536,101 @@ def test_random_rbf_rejects_bad_parameters_by_name(kwargs, exc, shown):
     with pytest.raises(exc) as info:
         random_rbf(100, **kwargs)
     assert shown in str(info.value)
+
+
+from edgelearn.streams import TREE_LEAF_FRACTION, random_tree  # noqa: E402
+
+
+def _tree_label(tree, x, node=0):
+    """Plain recursive evaluation of one row."""
+    f = tree["feature"][node]
+    if f < 0:
+        return int(tree["label"][node])
+    child = tree["left"][node] if x[f] < tree["threshold"][node] else tree["right"][node]
+    return _tree_label(tree, x, child)
+
+
+def _leaf_depths(tree, node=0, depth=0):
+    if tree["feature"][node] < 0:
+        return [depth]
+    return (_leaf_depths(tree, tree["left"][node], depth + 1)
+            + _leaf_depths(tree, tree["right"][node], depth + 1))
+
+
+def test_random_tree_labels_equal_a_recursive_evaluation_of_each_concepts_tree():
+    drift_at = (1000, 2000, 3000)
+    X, y, trees = random_tree(4000, drift_at=drift_at, seed=1, return_trees=True)
+    assert X.shape == (4000, 30) and X.dtype == np.float64 and y.dtype == np.int64
+    assert ((X >= 0) & (X < 1)).all() and len(trees) == 4
+    for j, tree in enumerate(trees):
+        rows = range(j * 1000, (j + 1) * 1000)
+        assert [_tree_label(tree, X[i]) for i in rows] == y[j * 1000:(j + 1) * 1000].tolist()
+    # A new concept is a new tree: the previous tree disagrees with most new labels.
+    for j in range(1, 4):
+        rows = range(j * 1000, (j + 1) * 1000)
+        old = np.array([_tree_label(trees[j - 1], X[i]) for i in rows])
+        assert (old != y[j * 1000:(j + 1) * 1000]).mean() > 0.5
+    assert set(np.unique(y).tolist()) <= set(range(10)) and len(np.unique(y)) > 3
+
+
+@pytest.mark.parametrize("max_depth, min_leaf_depth", [(5, 3), (4, 0), (3, 3), (0, 0)])
+def test_random_tree_shape_follows_the_depth_limits(max_depth, min_leaf_depth):
+    _, _, trees = random_tree(10, n_features=4, n_classes=3, max_depth=max_depth,
+                              min_leaf_depth=min_leaf_depth, drift_at=tuple(range(1, 40)),
+                              seed=2, return_trees=True)
+    depths = []
+    for tree in trees:
+        leaf = tree["feature"] < 0
+        assert np.array_equal(leaf, tree["left"] < 0) and np.array_equal(leaf, tree["right"] < 0)
+        assert (tree["label"][leaf] >= 0).all() and (tree["label"][leaf] < 3).all()
+        assert (tree["label"][~leaf] == -1).all() and np.isnan(tree["threshold"][leaf]).all()
+        d = _leaf_depths(tree)
+        assert len(d) == leaf.sum() and min(d) >= min_leaf_depth and max(d) <= max_depth
+        depths += d
+    if min_leaf_depth < max_depth:
+        # Below max_depth a node becomes a leaf with probability 0.15, so most leaves
+        # sit at max_depth but some stop earlier.
+        assert min(depths) < max_depth
+    # Every split keeps both sides non-empty: its threshold lies inside the range
+    # its ancestors leave to its feature.
+    for tree in trees:
+        def check(node, lo, hi):
+            f = tree["feature"][node]
+            if f < 0:
+                return
+            t = tree["threshold"][node]
+            assert lo[f] <= t <= hi[f]
+            check(tree["left"][node], lo, {**hi, f: t})
+            check(tree["right"][node], {**lo, f: t}, hi)
+        check(0, dict.fromkeys(range(4), 0.0), dict.fromkeys(range(4), 1.0))
+
+
+def test_random_tree_leaf_fraction_and_seeds():
+    _, _, trees = random_tree(1, max_depth=12, min_leaf_depth=0, drift_at=tuple(range(1, 30)),
+                              seed=3, return_trees=True)
+    n_leaves = sum(int((t["feature"] < 0).sum()) for t in trees)
+    n_inner = sum(int((t["feature"] >= 0).sum()) for t in trees)
+    # Nodes at depth 12 are forced leaves; the others are leaves with probability 0.15.
+    forced = sum(sum(1 for d in _leaf_depths(t) if d == 12) for t in trees)
+    rate = (n_leaves - forced) / (n_leaves - forced + n_inner)
+    assert abs(rate - TREE_LEAF_FRACTION) < 0.03
+    a, b, c = random_tree(200, seed=4), random_tree(200, seed=4), random_tree(200, seed=5)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert not np.array_equal(a[1], c[1])
+    X, y = random_tree(0)
+    assert X.shape == (0, 30) and y.shape == (0,)
+
+
+@pytest.mark.parametrize("kwargs, exc, shown", [
+    ({"max_depth": 2}, ValueError,
+     "The 'min_leaf_depth' parameter of random_tree must be an int in [0, 2]. Got 3."),
+    ({"max_depth": -1}, ValueError, "'max_depth' parameter of random_tree must be an int in [0, inf)"),
+    ({"n_classes": 0}, ValueError, "'n_classes' parameter of random_tree"),
+    ({"n_features": 3.0}, TypeError, "'n_features' parameter of random_tree"),
+    ({"drift_at": "abc"}, TypeError, "'drift_at' parameter of random_tree"),
+    ({"return_trees": None}, TypeError, "'return_trees' parameter of random_tree must be a bool"),
+])
+def test_random_tree_rejects_bad_parameters_by_name(kwargs, exc, shown):
+    with pytest.raises(exc) as info:
+        random_tree(100, **kwargs)
+    assert shown in str(info.value)
