@@ -471,6 +471,8 @@ def led(
     n = check_number("n", n, owner, 0, None, integer=True)
     points = _drift_points(drift_at, owner)
     width = check_number("width", width, owner, 0, None)
+    if not np.isfinite(width):
+        raise ValueError(f"The 'width' parameter of {owner} must be finite. Got inf.")
     k = check_number("n_drift_features", n_drift_features, owner, 0, 7, integer=True)
     noise = check_number("noise", noise, owner, 0, 1)
     return_segments = check_bool("return_segments", return_segments, owner)

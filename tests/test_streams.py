@@ -432,6 +432,7 @@ def test_led_noise_flips_segments_only_and_seeds_repeat():
 @pytest.mark.parametrize("kwargs, exc, shown", [
     ({"noise": 1.5}, ValueError, "The 'noise' parameter of led must be a float in [0, 1]. Got 1.5."),
     ({"width": -1}, ValueError, "The 'width' parameter of led must be a float in [0, inf]. Got -1."),
+    ({"width": float("inf")}, ValueError, "The 'width' parameter of led must be finite. Got inf."),
     ({"n_drift_features": 8}, ValueError, "'n_drift_features' parameter of led must be an int in [0, 7]"),
     ({"n_drift_features": 2.0}, TypeError, "'n_drift_features' parameter of led"),
     ({"drift_at": (5, 5)}, ValueError, "'drift_at' parameter of led"),
