@@ -21,6 +21,12 @@ micro-F1 updated one label set (a dict of label name to bool) at a time.
 Per label, ``F1 = 2 tp / (2 tp + fp + fn) = 2 tp / (n_true + n_pred)``, and 0 when the
 label was neither true nor predicted (``zero_division=0``).
 
+Concept-drift metrics of the AC_OE paper (section 3.3), over the predictions of a
+whole stream: :func:`realtime_accuracies` (``racc_t``, the accuracy of each chunk),
+:func:`average_realtime_accuracy` (Avgracc, eq. 10), :func:`cumulative_accuracy`
+(Cumacc, eq. 12), :func:`recovery` (RSA after each drift point, eqs. 13-14) and
+:func:`robustness` (eqs. 15-16, across algorithms and data sets).
+
 >>> m = ClassificationMetrics()
 >>> for t, p in [("a", "a"), ("b", "a"), ("c", "c"), ("a", "a")]:
 ...     _ = m.update(t, p)
@@ -33,16 +39,19 @@ True
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Hashable
 
 import numpy as np
 
-from edgelearn._validation import check_number
+from edgelearn._validation import check_number, format_value
 
 __all__ = [
     "MULTILABEL_METRICS", "ClassificationMetrics", "MultiLabelMetrics", "accuracy", "average_precision", "f1_binary",
     "f1_macro", "hamming_loss", "macro_auc", "micro_f1", "multilabel_metrics", "one_error",
     "ranking_loss",
+    "realtime_accuracies", "average_realtime_accuracy", "cumulative_accuracy", "recovery",
+    "robustness",
 ]
 
 
@@ -440,3 +449,180 @@ class MultiLabelMetrics:
     def __repr__(self) -> str:
         return (f"MultiLabelMetrics(n={self.n}, hamming_loss={self.hamming_loss:.4f}, "
                 f"micro_f1={self.micro_f1:.4f})")
+
+
+# -- concept drift (AC_OE, section 3.3) ------------------------------------------------
+
+
+def realtime_accuracies(y_true: Any, y_pred: Any, chunk: int = 100) -> np.ndarray:
+    """Real-time accuracy ``racc_t = n_t / n`` (eq. 11) of each chunk of ``chunk``
+    consecutive predictions, in stream order, as a float64 array.
+
+    A last partial chunk (when ``chunk`` does not divide the length) is the fraction
+    of its own predictions that are right, over its own size.
+
+    >>> realtime_accuracies([0, 1, 1, 0, 1], [0, 1, 0, 0, 0], chunk=2)
+    array([1. , 0.5, 0. ])
+    """
+    owner = "realtime_accuracies"
+    chunk = check_number("chunk", chunk, owner, 1, None, integer=True)
+    t, p = _pair(y_true, y_pred, owner)
+    correct = (t == p).astype(np.int64)
+    starts = np.arange(0, t.size, chunk)
+    sizes = np.diff(np.append(starts, t.size))
+    return np.add.reduceat(correct, starts) / sizes
+
+
+def average_realtime_accuracy(y_true: Any, y_pred: Any, chunk: int = 100) -> float:
+    """Avgracc (eq. 10): the mean of :func:`realtime_accuracies`, each chunk
+    counting once (a last partial chunk too, with its own accuracy).
+
+    >>> average_realtime_accuracy([0, 1, 1, 0, 1], [0, 1, 0, 0, 0], chunk=2)
+    0.5
+    """
+    owner = "average_realtime_accuracy"
+    chunk = check_number("chunk", chunk, owner, 1, None, integer=True)
+    t, p = _pair(y_true, y_pred, owner)
+    return float(np.mean(realtime_accuracies(t, p, chunk)))
+
+
+def cumulative_accuracy(y_true: Any, y_pred: Any) -> float:
+    """Cumacc (eq. 12): right predictions over all predictions so far, which is the
+    plain accuracy of the whole stream (chunks do not matter).
+
+    >>> cumulative_accuracy([0, 1, 1, 0, 1], [0, 1, 0, 0, 0])
+    0.6
+    """
+    t, p = _pair(y_true, y_pred, "cumulative_accuracy")
+    return float(np.count_nonzero(t == p) / t.size)
+
+
+def _converged(r: np.ndarray, n_ref: int, eps: float) -> np.ndarray:
+    """``ok[t]`` for ``t = 0 .. len(r) - n_ref - 1``: chunk ``t`` is a convergence
+    point by eq. 14 (see :func:`recovery`)."""
+    if r.size <= n_ref:
+        return np.zeros(0, dtype=bool)
+    steady = np.abs(np.diff(r)) < eps
+    # steady[t + i - 1] for i = 1 .. n_ref: |racc_{t+i-1} - racc_{t+i}| < eps.
+    smooth = np.lib.stride_tricks.sliding_window_view(steady, n_ref).all(axis=1)
+    ref = np.lib.stride_tricks.sliding_window_view(r[1:], n_ref)  # racc_{t+1 .. t+n_ref}
+    half = n_ref // 2
+    flat = np.abs(ref[:, :half].mean(axis=1) - ref[:, half:].mean(axis=1)) < eps
+    return smooth & flat
+
+
+def recovery(
+    raccs: Any, drift_chunks: Any, n_ref: int = 10, eps: float = 0.02
+) -> list[float | None]:
+    """RSA (eq. 13), the recovery after each drift: ``steps * (1 - avgracc)``.
+
+    ``raccs`` are the real-time accuracies of a stream (:func:`realtime_accuracies`)
+    and ``drift_chunks`` the indices of the chunks where the drifts happen (for a
+    drift at instance ``p``, chunk ``p // chunk``), strictly increasing.
+
+    Chunk ``t`` is a convergence point (eq. 14) when its ``n_ref`` reference points
+    ``t + 1 .. t + n_ref`` all change by less than ``eps`` from the chunk before,
+    ``|racc_{t+i-1} - racc_{t+i}| < eps`` for ``i = 1 .. n_ref``, and the mean of the
+    first half of them differs from the mean of the second half by less than
+    ``eps``. For the drift at chunk ``d``, the convergence point is the first such
+    ``t >= d`` whose reference points all lie before the next drift chunk (or the
+    end of the stream); then ``steps = t - d`` and ``avgracc`` is the mean of
+    ``racc_d .. racc_t`` (the chunks from the drift to convergence, both included;
+    ``steps = 0`` gives RSA 0). The result has one entry per drift: the RSA, or
+    ``None`` if the stream does not converge before the next drift or its end.
+    Lower is better.
+
+    >>> r = [0.9, 0.9, 0.5, 0.7, 0.8, 0.85, 0.86, 0.87, 0.87]
+    >>> [round(v, 4) for v in recovery(r, [2], n_ref=4, eps=0.06)]
+    [0.6667]
+    >>> recovery(r, [2, 6], n_ref=4, eps=0.06)
+    [None, None]
+    """
+    owner = "recovery"
+    try:
+        r = None if isinstance(raccs, (str, bytes)) else np.asarray(raccs, dtype=np.float64)
+    except (TypeError, ValueError):
+        r = None
+    if r is None or r.ndim != 1 or r.size == 0 or not np.isfinite(r).all():
+        raise ValueError(f"The 'raccs' parameter of {owner} must be a non-empty 1-D "
+                         f"sequence of finite accuracies. Got {format_value(raccs)}.")
+    bad = (f"The 'drift_chunks' parameter of {owner} must be a strictly increasing "
+           f"sequence of ints in [0, {r.size - 1}] (chunk indices of raccs). "
+           f"Got {format_value(drift_chunks)}.")
+    if isinstance(drift_chunks, (str, bytes)) or not hasattr(drift_chunks, "__iter__"):
+        raise TypeError(bad)
+    drifts = list(drift_chunks)
+    if any(not isinstance(d, numbers.Integral) or isinstance(d, (bool, np.bool_))
+           for d in drifts):
+        raise TypeError(bad)
+    drifts = [int(d) for d in drifts]
+    if (any(d < 0 or d >= r.size for d in drifts)
+            or any(b <= a for a, b in zip(drifts, drifts[1:]))):
+        raise ValueError(bad)
+    n_ref = check_number("n_ref", n_ref, owner, 2, None, integer=True)
+    if n_ref % 2:
+        raise ValueError(f"The 'n_ref' parameter of {owner} must be an even int in "
+                         f"[2, inf) (two halves of reference points). Got {n_ref}.")
+    eps = check_number("eps", eps, owner, 0, None, low_open=True)
+
+    ok = _converged(r, n_ref, eps)
+    out: list[float | None] = []
+    for i, d in enumerate(drifts):
+        end = drifts[i + 1] if i + 1 < len(drifts) else r.size
+        # t + n_ref must stay below the next drift chunk: t < end - n_ref.
+        hits = np.flatnonzero(ok[d:max(d, end - n_ref)])
+        if hits.size == 0:
+            out.append(None)
+            continue
+        t = d + int(hits[0])
+        steps = t - d
+        out.append(float(steps * (1.0 - r[d:t + 1].mean())))
+    return out
+
+
+def robustness(avgraccs: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Robustness (eqs. 15-16) of algorithms across data sets.
+
+    ``avgraccs`` maps algorithm -> data set -> its (average real-time) accuracy on
+    that data set; every algorithm must have the same data sets and every accuracy
+    must be positive (any scale: fractions or percentages). The result has the same
+    nesting, algorithm -> data set -> ``R_A(D) = racc_A(D) / min_a racc_a(D)`` (1.0
+    for the worst algorithm on ``D``, larger is more robust), plus the sum over the
+    data sets, ``R_A``, under the key ``"total"`` (so no data set may be called
+    ``"total"``).
+
+    >>> r = robustness({"A": {"sea": 0.8, "led": 0.6}, "B": {"sea": 0.9, "led": 0.3}})
+    >>> r["A"], r["B"]
+    ({'sea': 1.0, 'led': 2.0, 'total': 3.0}, {'sea': 1.125, 'led': 1.0, 'total': 2.125})
+    """
+    owner = "robustness"
+    shape = (f"The 'avgraccs' parameter of {owner} must be a non-empty dict of "
+             f"algorithm -> dict of data set -> accuracy")
+    if not isinstance(avgraccs, dict) or not avgraccs:
+        raise TypeError(f"{shape}. Got {format_value(avgraccs)}.")
+    datasets: list[str] | None = None
+    for algorithm, per_dataset in avgraccs.items():
+        if not isinstance(per_dataset, dict) or not per_dataset:
+            raise TypeError(f"{shape}. Got {format_value(per_dataset)} for {algorithm!r}.")
+        if datasets is None:
+            datasets = list(per_dataset)
+            if "total" in per_dataset:
+                raise ValueError(f"{shape}; 'total' is reserved for the sum and cannot "
+                                 "name a data set.")
+        elif set(per_dataset) != set(datasets):
+            raise ValueError(f"{shape}, the same data sets for every algorithm. "
+                             f"{algorithm!r} has {sorted(map(str, per_dataset))}, "
+                             f"expected {sorted(map(str, datasets))}.")
+        for dataset, value in per_dataset.items():
+            if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
+                    or not math.isfinite(value) or value <= 0):
+                raise ValueError(f"{shape} in (0, inf). Got {format_value(value)} for "
+                                 f"{algorithm!r} on {dataset!r}.")
+    assert datasets is not None
+    worst = {ds: min(float(per[ds]) for per in avgraccs.values()) for ds in datasets}
+    out: dict[str, dict[str, float]] = {}
+    for algorithm, per_dataset in avgraccs.items():
+        ratios = {ds: float(per_dataset[ds]) / worst[ds] for ds in datasets}
+        ratios["total"] = math.fsum(ratios.values())
+        out[algorithm] = ratios
+    return out

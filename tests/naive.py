@@ -795,3 +795,40 @@ class OnlineEnsembleReference:
                     self.reservoir[j] = (x, p, c)
         self.chunk = []
         self.chunks += 1
+
+
+# -- drift metrics (AC_OE, section 3.3) -----------------------------------------
+
+
+def is_convergence_point(raccs, t, n_ref, eps):
+    """Eq. 14 at chunk ``t``, read term by term: the ``n_ref`` reference points
+    after ``t`` each differ by less than ``eps`` from the point before them, and
+    the means of their two halves differ by less than ``eps``."""
+    for i in range(1, n_ref + 1):
+        if not abs(raccs[t + i - 1] - raccs[t + i]) < eps:
+            return False
+    half = n_ref // 2
+    first = np.mean(np.asarray(raccs[t + 1:t + 1 + half], dtype=float))
+    second = np.mean(np.asarray(raccs[t + 1 + half:t + 1 + n_ref], dtype=float))
+    return abs(first - second) < eps
+
+
+def recovery(raccs, drift_chunks, n_ref, eps):
+    """RSA per drift by a plain search: the first convergence point ``t >= d``
+    whose reference points end before the next drift chunk (or the stream's end);
+    ``(t - d) * (1 - mean(raccs[d..t]))``, or None."""
+    out = []
+    for i, d in enumerate(drift_chunks):
+        end = drift_chunks[i + 1] if i + 1 < len(drift_chunks) else len(raccs)
+        found = None
+        t = d
+        while t + n_ref < end:
+            if is_convergence_point(raccs, t, n_ref, eps):
+                found = t
+                break
+            t += 1
+        if found is None:
+            out.append(None)
+        else:
+            out.append((found - d) * (1.0 - np.mean(np.asarray(raccs[d:found + 1], dtype=float))))
+    return out

@@ -267,3 +267,169 @@ def test_streaming_multilabel_metrics_skip_missing_labels():
     assert m.micro_f1 == 0.0
     m.reset()
     assert m.n == 0 and m.n_entries == 0
+
+
+# --- concept-drift metrics (AC_OE) ----------------------------------------------------
+
+import naive  # noqa: E402
+from edgelearn.metrics import (  # noqa: E402
+    average_realtime_accuracy, cumulative_accuracy, realtime_accuracies, recovery, robustness,
+)
+
+
+def test_realtime_accuracies_by_hand_with_a_partial_last_chunk():
+    y_true = np.zeros(250, dtype=np.int64)
+    y_pred = np.zeros(250, dtype=np.int64)
+    y_pred[[3, 50, 99]] = 1          # chunk 0: 97 right of 100
+    y_pred[100:120] = 2              # chunk 1: 80 of 100
+    y_pred[200:210] = 1              # chunk 2 (50 predictions): 40 of 50
+    r = realtime_accuracies(y_true, y_pred, chunk=100)
+    assert r.dtype == np.float64 and r.tolist() == [0.97, 0.8, 0.8]
+    # Each chunk counts once in the average, the partial one too...
+    assert average_realtime_accuracy(y_true, y_pred, chunk=100) == pytest.approx((0.97 + 0.8 + 0.8) / 3)
+    # ...while the cumulative accuracy counts predictions.
+    assert cumulative_accuracy(y_true, y_pred) == pytest.approx(217 / 250)
+    # One chunk longer than the stream: the plain accuracy.
+    assert realtime_accuracies(y_true, y_pred, chunk=1000).tolist() == [217 / 250]
+    assert realtime_accuracies(["a", "b"], ["a", "c"], chunk=1).tolist() == [1.0, 0.0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(label_pairs(), st.integers(1, 25))
+def test_cumulative_and_chunk_accuracies_match_sklearn(case, chunk):
+    _, y_true, y_pred = case
+    assert abs(cumulative_accuracy(y_true, y_pred) - accuracy_score(y_true, y_pred)) <= TOL
+    r = realtime_accuracies(y_true, y_pred, chunk=chunk)
+    starts = range(0, len(y_true), chunk)
+    expected = [accuracy_score(y_true[s:s + chunk], y_pred[s:s + chunk]) for s in starts]
+    assert np.allclose(r, expected, rtol=0, atol=TOL)
+    assert average_realtime_accuracy(y_true, y_pred, chunk) == pytest.approx(np.mean(expected), abs=TOL)
+
+
+def test_recovery_by_hand():
+    # Drift at chunk 6. With n_ref=4, eps=0.06: chunks 6 and 7 are followed by a
+    # jump; chunk 8 is followed by steps of 0.05, 0.01, 0.01, 0 and halves
+    # (0.855 vs 0.87) within eps: convergence after 2 steps, mean of
+    # racc_6..racc_8 = 2/3, RSA = 2 * (1 - 2/3).
+    r = [0.9] * 6 + [0.5, 0.7, 0.8, 0.85, 0.86, 0.87, 0.87, 0.88, 0.88, 0.88]
+    (rsa,) = recovery(r, [6], n_ref=4, eps=0.06)
+    assert rsa == pytest.approx(2 / 3)
+    # A steady climb of 0.04 per chunk passes the step test but not the halves
+    # test (0.08 apart) until it flattens: t = 5, mean(racc_0..racc_5) = 0.6.
+    climb = [0.5, 0.54, 0.58, 0.62, 0.66, 0.70, 0.74, 0.78, 0.80, 0.80, 0.80, 0.80, 0.80, 0.80]
+    assert recovery(climb, [0], n_ref=4, eps=0.06) == [pytest.approx(5 * 0.4)]
+    # With eps above the halves' gap (0.08) the climb converges at once.
+    assert recovery(climb, [0], n_ref=4, eps=0.09) == [0.0]
+    # Steady from the drift chunk on: zero steps, RSA 0.
+    assert recovery([0.7] * 12, [0, 6], n_ref=4, eps=0.02) == [0.0, 0.0]
+
+
+def test_recovery_none_when_the_reference_points_do_not_fit_before_the_next_drift():
+    r = [0.5, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]
+    # From drift chunk 0 the first convergence point is 1 (needs chunks 2..5).
+    assert recovery(r, [0], n_ref=4, eps=0.02) == [pytest.approx(1 * (1 - 0.7))]
+    # A next drift at chunk 5 cuts chunk 5 off the reference points: no convergence.
+    assert recovery(r, [0, 5], n_ref=4, eps=0.02) == [None, 0.0]
+    assert recovery(r, [0, 6], n_ref=4, eps=0.02)[0] == pytest.approx(0.3)
+    # Never steady: an oscillation larger than eps.
+    assert recovery([0.6, 0.9] * 20, [3, 20], n_ref=4, eps=0.1) == [None, None]
+    # Too short after the last drift.
+    assert recovery([0.9] * 10, [7], n_ref=4, eps=0.02) == [None]
+    assert recovery([0.9] * 10, [], n_ref=4) == []
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_recovery_matches_a_plain_search(seed):
+    rng = np.random.default_rng(seed)
+    n_chunks = 300
+    if seed % 2:
+        # Noisy plateaus with dips at drifts, continuous values.
+        r = np.clip(0.85 + 0.015 * rng.standard_normal(n_chunks), 0, 1)
+        drifts = sorted(rng.choice(np.arange(1, n_chunks), size=4, replace=False).tolist())
+        for d in drifts:
+            r[d:d + 15] -= np.linspace(0.4, 0.0, 15)[: len(r[d:d + 15])]
+        eps = float(rng.uniform(0.01, 0.05))
+    else:
+        # Chunk accuracies of 100 predictions (multiples of 0.01) with an eps that
+        # no difference of them can tie.
+        r = np.round(np.clip(0.8 + 0.03 * rng.standard_normal(n_chunks), 0, 1), 2)
+        drifts = [0, 75, 150, 225]
+        eps = 0.0251
+    for n_ref in (2, 4, 10):
+        got = recovery(r, drifts, n_ref=n_ref, eps=eps)
+        want = naive.recovery(r.tolist(), drifts, n_ref, eps)
+        assert [g is None for g in got] == [w is None for w in want]
+        assert all(g == pytest.approx(w, abs=1e-12) for g, w in zip(got, want) if w is not None)
+
+
+def test_recovery_on_a_real_prediction_stream():
+    # A predictor right 90% of the time, 40% for 300 instances after a drift at 5000.
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 10_000)
+    right = rng.random(10_000) < np.where((np.arange(10_000) >= 5000) & (np.arange(10_000) < 5300), 0.4, 0.9)
+    pred = np.where(right, y, 1 - y)
+    r = realtime_accuracies(y, pred, chunk=100)
+    (rsa,) = recovery(r, [5000 // 100], n_ref=10, eps=0.1)
+    # It converges once the 3 poor chunks (accuracy ~0.4) are behind it: 3 steps,
+    # averaged over those chunks and the first good one.
+    assert (r[50:53] < 0.5).all() and (r[53:] > 0.75).all()
+    assert rsa == pytest.approx(3 * (1 - r[50:54].mean()))
+
+
+@pytest.mark.parametrize("kwargs, exc, shown", [
+    ({"drift_chunks": [5, 3]}, ValueError,
+     "The 'drift_chunks' parameter of recovery must be a strictly increasing sequence of ints in [0, 19]"),
+    ({"drift_chunks": [20]}, ValueError, "'drift_chunks' parameter of recovery"),
+    ({"drift_chunks": [-1]}, ValueError, "'drift_chunks' parameter of recovery"),
+    ({"drift_chunks": [2.0]}, TypeError, "'drift_chunks' parameter of recovery"),
+    ({"drift_chunks": 3}, TypeError, "'drift_chunks' parameter of recovery"),
+    ({"n_ref": 3}, ValueError, "The 'n_ref' parameter of recovery must be an even int in [2, inf)"),
+    ({"n_ref": 0}, ValueError, "'n_ref' parameter of recovery must be an int in [2, inf)"),
+    ({"eps": 0}, ValueError, "The 'eps' parameter of recovery must be a float in (0, inf]. Got 0."),
+    ({"raccs": [[0.5]]}, ValueError, "The 'raccs' parameter of recovery must be a non-empty 1-D"),
+    ({"raccs": []}, ValueError, "'raccs' parameter of recovery"),
+    ({"raccs": [0.5, np.nan] * 10}, ValueError, "'raccs' parameter of recovery"),
+    ({"raccs": "abc"}, ValueError, "'raccs' parameter of recovery"),
+])
+def test_recovery_rejects_bad_arguments_by_name(kwargs, exc, shown):
+    args = {"raccs": [0.8] * 20, "drift_chunks": [5]} | kwargs
+    with pytest.raises(exc) as info:
+        recovery(**args)
+    assert shown in str(info.value)
+
+
+def test_chunk_metrics_reject_bad_arguments_by_name():
+    for fn in (realtime_accuracies, average_realtime_accuracy):
+        with pytest.raises(ValueError, match=f"'chunk' parameter of {fn.__name__} must be an int in \\[1, inf\\)"):
+            fn([0, 1], [0, 1], chunk=0)
+        with pytest.raises(ValueError, match="different lengths"):
+            fn([0, 1], [0], chunk=1)
+    with pytest.raises(ValueError, match="empty input"):
+        cumulative_accuracy([], [])
+
+
+def test_robustness_by_hand():
+    r = robustness({"A": {"sea": 0.8, "led": 0.6}, "B": {"sea": 0.9, "led": 0.3},
+                    "C": {"led": 0.45, "sea": 0.8}})
+    assert r["A"] == {"sea": 1.0, "led": 2.0, "total": 3.0}
+    assert r["B"] == {"sea": 1.125, "led": 1.0, "total": 2.125}
+    assert r["C"] == {"sea": 1.0, "led": 1.5, "total": 2.5}
+    # Scale free: percentages give the same ratios; one algorithm is 1 everywhere.
+    assert robustness({"A": {"x": 80.0}, "B": {"x": 90}})["B"]["x"] == 1.125
+    assert robustness({"only": {"x": 0.5, "y": 0.7}}) == {"only": {"x": 1.0, "y": 1.0, "total": 2.0}}
+
+
+@pytest.mark.parametrize("avgraccs, exc, shown", [
+    ({}, TypeError, "The 'avgraccs' parameter of robustness must be a non-empty dict"),
+    ([("A", {"x": 0.5})], TypeError, "'avgraccs' parameter of robustness"),
+    ({"A": 0.5}, TypeError, "'avgraccs' parameter of robustness"),
+    ({"A": {"x": 0.5}, "B": {"y": 0.5}}, ValueError, "the same data sets for every algorithm"),
+    ({"A": {"x": 0.0}, "B": {"x": 0.5}}, ValueError, "Got 0.0 for 'A' on 'x'"),
+    ({"A": {"x": "0.5"}}, ValueError, "'avgraccs' parameter of robustness"),
+    ({"A": {"x": np.nan}}, ValueError, "'avgraccs' parameter of robustness"),
+    ({"A": {"total": 0.5}}, ValueError, "'total' is reserved"),
+])
+def test_robustness_rejects_bad_input_by_name(avgraccs, exc, shown):
+    with pytest.raises(exc) as info:
+        robustness(avgraccs)
+    assert shown in str(info.value)
