@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
+RESULTS := paacds pafe synthesis kelm ensemble
+BENCHES := replay kelm gateway
+
+# (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
 .PHONY: setup demo test bench results clean
 
 $(VENV)/.installed: pyproject.toml
@@ -22,11 +26,24 @@ test: setup
 	sh tools/ensure_mosquitto.sh
 	$(PY) -m pytest -q
 
-bench: setup
-	$(PY) tools/bench_replay.py
+# Each writes its page under docs/ (the page names its command and machine).
+bench: $(BENCHES:%=bench-%)
 
-results: setup
-	$(PY) tools/results_paacds.py
+bench-gateway: setup
+	sh tools/ensure_mosquitto.sh
+	$(PY) tools/bench_gateway.py
+
+bench-%: setup
+	$(PY) tools/bench_$*.py
+
+# The papers' protocols: minutes each, results-ensemble about an hour on 2 cores.
+results: $(RESULTS:%=results-%)
+
+results-ensemble: setup
+	$(PY) tools/results_ensemble.py --jobs 2
+
+results-%: setup
+	$(PY) tools/results_$*.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
