@@ -1,63 +1,42 @@
 """Smoke test of tools/results_kelm.py on a small slice, and checks of its parts."""
 
-import importlib.util
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-pytest.importorskip("river")
-
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
-
-
-def _load(name):
-    # tools/ is a folder of scripts, not a package: load each by path.
-    spec = importlib.util.spec_from_file_location(f"_tools_{name}", TOOLS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _sections(text):
-    parts = re.split(r"^#+ ", text, flags=re.M)
-    return {part.splitlines()[0]: part for part in parts[1:]}
-
-
-def _numbers(row):
-    return [float(v) for v in re.findall(r"(?<![\d.])\d+\.\d+", row)]
+from results_pages import decimals, load_tool, sections
 
 
 def test_quick_run_on_a_slice_writes_every_table(tmp_path, capsys):
-    script = _load("results_kelm")
+    script = load_tool("results_kelm")
     out = tmp_path / "report.md"
     assert script.main(["--quick", "--limit", "300", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert f"`python tools/results_kelm.py --quick --limit 300 --out {out}`" in text
-    sections = _sections(text)
+    page = sections(text, level=None)
     for rate in ("10% labelled", "20% labelled"):
-        rows = [line for line in sections[rate].splitlines() if line.startswith("| ") and "---" not in line]
+        rows = [line for line in page[rate].splitlines() if line.startswith("| ") and "---" not in line]
         assert [row.split(" | ")[0][2:] for row in rows[1:]] == list(script.METHODS)
         for row in rows[1:]:
-            values = _numbers(row)
+            values = decimals(row)
             assert len(values) == 6 * 2 + 1, row  # mean ± std per metric, then seconds
             assert all(0.0 <= v <= 1.0 for v in values[:12]), row
-    verdict = sections["Verdict"]
+    verdict = page["Verdict"]
     assert len(re.findall(r"KELM is better than River (BR|CC) on \*\*\d of 6\*\* metrics", verdict)) == 4
     assert re.search(r"\*\*(Met|Not met)\*\*", verdict)
     graphs = re.search(r"emotions, tuning runs: with both graphs average precision ([\d.]+).*"
                        r"without the label graph \(gam = 0\), average precision ([\d.]+)", verdict)
     assert graphs is not None
-    grid = sections["emotions: the grid"]
+    grid = page["emotions: the grid"]
     assert grid.count("**(chosen)**") == 1 and grid.count("\n| 0.001 |") + grid.count("\n| 10 |") == 2
-    assert len([line for line in sections["emotions: graph weights, with the chosen J0, gamma, n_neighbors"]
+    assert len([line for line in page["emotions: graph weights, with the chosen J0, gamma, n_neighbors"]
                 .splitlines() if re.match(r"\| 0(\.1)? \| 0(\.1)? \|", line)]) == 4
     assert "emotions" in capsys.readouterr().err
 
 
 def test_runs_are_reproducible_and_the_labelled_sets_nested():
-    script = _load("results_kelm")
+    script = load_tool("results_kelm")
     order, rank = script.run_stream(500, 3, None)
     again, rank_again = script.run_stream(500, 3, None)
     np.testing.assert_array_equal(order, again)
@@ -75,7 +54,7 @@ def test_runs_are_reproducible_and_the_labelled_sets_nested():
 def test_block_means_skip_the_first_and_incomplete_blocks():
     from edgelearn.metrics import multilabel_metrics
 
-    script = _load("results_kelm")
+    script = load_tool("results_kelm")
     rng = np.random.default_rng(0)
     Y = rng.random((350, 4)) < 0.4
     scores = rng.normal(size=(350, 4))
@@ -86,7 +65,7 @@ def test_block_means_skip_the_first_and_incomplete_blocks():
 
 
 def test_wins_count_by_direction_of_each_metric():
-    script = _load("results_kelm")
+    script = load_tool("results_kelm")
     better = {"hamming_loss": 0.1, "micro_f1": 0.9, "average_precision": 0.9, "ranking_loss": 0.1,
               "one_error": 0.1, "macro_auc": 0.4}
     worse = {"hamming_loss": 0.2, "micro_f1": 0.8, "average_precision": 0.8, "ranking_loss": 0.2,

@@ -1,54 +1,26 @@
 """Smoke test of tools/results_paacds.py and a check of tools/paper_figures.py."""
 
-import importlib.util
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-pytest.importorskip("river")
-
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
-
-
-def _load(name):
-    # tools/ is a folder of scripts, not a package: load each by path.
-    spec = importlib.util.spec_from_file_location(f"_tools_{name}", TOOLS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _sections(text):
-    parts = re.split(r"^## ", text, flags=re.M)
-    return {part.splitlines()[0]: part for part in parts[1:]}
-
-
-def _row(section, label):
-    rows = [line for line in section.splitlines() if line.startswith(f"| {label} |")]
-    assert len(rows) == 1, (label, section)
-    return rows[0]
-
-
-def _numbers(row):
-    # Only decimals: the "n × d" cell and task counts are integers.
-    return [float(v) for v in re.findall(r"(?<![\d.])\d+\.\d+", row)]
+from results_pages import decimals, load_tool, row, sections
 
 
 def test_quick_run_writes_expected_rows(tmp_path, capsys):
-    script = _load("results_paacds")
+    script = load_tool("results_paacds")
     out = tmp_path / "report.md"
     assert script.main(["--quick", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert f"`python tools/results_paacds.py --quick --out {out}`" in text
     assert "CPUs" in text and "1 repetition(s)" in text
 
-    sections = _sections(text)
+    page = sections(text)
     for title, n_numbers in (("F1", 7 * 2), ("Accuracy", 7 * 2), ("Realized label query rate", 2 * 2)):
-        section = sections[title]
+        section = page[title]
         for label in ("ionosphere", "spect", "**mean over 2 tasks**"):
-            values = _numbers(_row(section, label))
+            values = decimals(row(section, label))
             # The mean row prints the paper's means without a std.
             expected = n_numbers - (2 if label.startswith("**") and n_numbers == 14 else 0)
             assert len(values) == expected, (title, label, values)
@@ -56,16 +28,16 @@ def test_quick_run_writes_expected_rows(tmp_path, capsys):
         assert "| wdbc |" not in section
 
     # One repetition: realized query rates near the 0.2 target on these short streams.
-    rates = _numbers(_row(sections["Realized label query rate"], "ionosphere"))[::2]
+    rates = decimals(row(page["Realized label query rate"], "ionosphere"))[::2]
     assert all(0.1 < r < 0.3 for r in rates)
-    verdict = sections["Verdict"]
+    verdict = page["Verdict"]
     assert re.search(r"PAACDS with a realized [\d.]+% of the labels \*\*(beats|matches|does not match)\*\* "
                      r"River StandardScaler\+PA-I", verdict)
     assert "ionosphere" in capsys.readouterr().err
 
 
 def test_repetition_stream_is_reproducible_and_shuffled():
-    script = _load("results_paacds")
+    script = load_tool("results_paacds")
     X = np.arange(200, dtype=float).reshape(50, 4)
     y = np.arange(50) % 2 == 0
     Xa, ya = script.repetition_stream(X, y, 0.5, 3)
@@ -81,7 +53,7 @@ def test_repetition_stream_is_reproducible_and_shuffled():
 
 
 def test_paper_figures_match_the_printed_averages():
-    figures = _load("paper_figures")
+    figures = load_tool("paper_figures")
     paper = figures.PAACDS_PAPER
     assert set(paper) == {"wdbc", "splice", "credit_a", "svmguide3", "spambase", "ionosphere",
                           "spect", "libras", "dermatology", "arrhythmia", "kr_vs_kp", "pima"}

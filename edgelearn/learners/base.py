@@ -90,6 +90,22 @@ class Learner:
     def _forget_slot(self, slot: int) -> None:
         raise NotImplementedError
 
+    #: Names of the learned arrays: the state beyond parameters and channel space.
+    _LEARNED: tuple = ()
+
+    def _learned_state(self) -> dict:
+        """Copies of the ``_LEARNED`` arrays, and the multiclass labels of a
+        learner that keeps them in a :class:`LabelIndex` named ``_labels``."""
+        state = {name: getattr(self, name).copy() for name in self._LEARNED}
+        if isinstance(getattr(self, "_labels", None), LabelIndex):
+            state["classes"] = list(self._labels.labels)
+        return state
+
+    def _load_learned(self, learned: dict) -> None:
+        load_arrays(self, learned, self._LEARNED)
+        if isinstance(getattr(self, "_labels", None), LabelIndex):
+            self._labels.load(learned["classes"])
+
     # -- state ----------------------------------------------------------------
 
     @classmethod

@@ -9,7 +9,7 @@ from .._validation import check_choice, check_number
 from ..kernels import ensemble as E
 from ..kernels import naive_bayes as NB
 from ..kernels.rng import new_state
-from .base import Learner, LabelIndex, binary_sign, load_arrays
+from .base import Learner, LabelIndex, binary_sign
 
 #: A slot enters a naive Bayes likelihood once every class has seen it this often.
 _MIN_COUNT = 2
@@ -170,7 +170,7 @@ class OnlineEnsemble(Learner):
         self._train_X = np.zeros((n + m, d))
         self._train_present = np.zeros((n + m, d), dtype=np.bool_)
         self._train_labels = np.zeros(n + m, dtype=np.int64)
-        self._learned_names = [
+        learned = [
             "weights", "errors", "born", "progress", "chunk_X", "chunk_present", "chunk_labels",
             "chunk_correct", "reservoir_X", "reservoir_present", "reservoir_labels",
             "reservoir_counts", "rng_state",
@@ -178,7 +178,8 @@ class OnlineEnsemble(Learner):
         for prefix, models, rows in (("member", k, n), ("global", 1, n + m)):
             for name, array in self._bank(models, rows).items():
                 setattr(self, f"{prefix}_{name}", array)
-                self._learned_names.append(f"{prefix}_{name}")
+                learned.append(f"{prefix}_{name}")
+        self._LEARNED = tuple(learned)
         self._gram = np.zeros((n + m, n + m)) if base == "kelm" else np.zeros((0, 0))
         self._target = np.zeros((n + m, K)) if base == "kelm" else np.zeros((0, K))
         self._x = np.zeros(d)
@@ -346,15 +347,6 @@ class OnlineEnsemble(Learner):
                     NB.forget_slot(slot, bank("count")[model], bank("mean")[model], bank("var")[model])
 
     # -- state --------------------------------------------------------------------
-
-    def _learned_state(self) -> dict:
-        state = {name: getattr(self, name).copy() for name in self._learned_names}
-        state["classes"] = list(self._labels.labels)
-        return state
-
-    def _load_learned(self, learned: dict) -> None:
-        load_arrays(self, learned, self._learned_names)
-        self._labels.load(learned["classes"])
 
     def memory_bytes(self) -> int:
         return super().memory_bytes() + (0 if self.binary else 64 * self.n_classes)

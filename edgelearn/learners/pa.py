@@ -6,7 +6,7 @@ import numpy as np
 
 from .._validation import check_bool, check_choice, check_number
 from ..kernels import pa as K
-from .base import Learner, binary_sign, load_arrays
+from .base import Learner, binary_sign
 
 
 class PA(Learner):
@@ -85,9 +85,3 @@ class PA(Learner):
         K.forget_slot(slot, self.w)
 
     _LEARNED = ("w", "intercept")
-
-    def _learned_state(self) -> dict:
-        return {name: getattr(self, name).copy() for name in self._LEARNED}
-
-    def _load_learned(self, learned: dict) -> None:
-        load_arrays(self, learned, self._LEARNED)

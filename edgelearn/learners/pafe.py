@@ -10,7 +10,7 @@ from ..kernels import channels as CH
 from ..kernels import pa as PA
 from ..kernels import pafe as K
 from ..kernels.rng import new_state, next_double
-from .base import Decision, Learner, binary_sign, load_arrays
+from .base import Decision, Learner, binary_sign
 
 _VARIANTS = ("PAFE-c", "PAFE-s", "RPA-u", "RPA-f", "NPA-d", "NPA-r")
 #: PA-I: the paper's step, ``tau = min(C, loss / ||x||^2)``.
@@ -559,9 +559,3 @@ class PAFE(Learner):
         "w1", "b1", "w2", "b2", "in_old", "in_new", "old_slots", "new_slots", "old_pos", "new_pos",
         "S11", "S22", "S21", "sum1", "sum2", "recover_old", "predict_new", "a", "counters", "rng_state",
     )
-
-    def _learned_state(self) -> dict:
-        return {name: getattr(self, name).copy() for name in self._LEARNED}
-
-    def _load_learned(self, learned: dict) -> None:
-        load_arrays(self, learned, self._LEARNED)

@@ -12,7 +12,7 @@ from .._validation import check_bool, check_number
 from ..kernels import naive_bayes as NB
 from ..kernels import synthesis_nb as K
 from ..kernels.rng import new_state
-from .base import Learner, LabelIndex, binary_sign, load_arrays
+from .base import Learner, LabelIndex, binary_sign
 
 #: A slot enters the likelihood once every class has seen it this often.
 _MIN_COUNT = 2
@@ -194,15 +194,6 @@ class SynthesisNB(Learner):
         "class_count", "count", "mean", "var",
         "centroid_class_count", "centroid_count", "centroid", "centroid_var", "rng_state",
     )
-
-    def _learned_state(self) -> dict:
-        state = {name: getattr(self, name).copy() for name in self._LEARNED}
-        state["classes"] = list(self._labels.labels)
-        return state
-
-    def _load_learned(self, learned: dict) -> None:
-        load_arrays(self, learned, self._LEARNED)
-        self._labels.load(learned["classes"])
 
     def memory_bytes(self) -> int:
         return super().memory_bytes() + (0 if self.binary else 64 * self.n_classes)
