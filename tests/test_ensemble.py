@@ -191,3 +191,18 @@ def test_forgetting_a_slot_clears_it_everywhere():
 def test_gateway_can_build_it_by_kind():
     model = edgelearn.make_learner("ensemble", {"base": "pa", "n_classes": 4})
     assert isinstance(model, edgelearn.OnlineEnsemble) and model.base == "pa"
+
+
+@pytest.mark.parametrize("base", ["kelm", "pa", "nb"])
+def test_memory_is_the_documented_bound(base):
+    d, n, m, k, K = 32, 50, 120, 6, 3
+    model = edgelearn.OnlineEnsemble(base=base, chunk_size=n, reservoir_size=m, n_members=k, n_classes=K, capacity=d)
+    rows = 9 * d * (2 * n + 2 * m) + 17 * (n + m)
+    models = {
+        "kelm": 8 * (k * n + n + m) * (d + K) + 8 * (n + m) * (n + m + K),
+        "pa": 8 * (k + 1) * K * d,
+        "nb": 8 * (k + 1) * K * (3 * d + 1),
+    }[base]
+    bound = rows + models
+    extra = model.memory_bytes() - model.channels.memory_bytes() - bound
+    assert 0 <= extra <= 64 * (k + d + K)  # the scratch rows, counts and labels

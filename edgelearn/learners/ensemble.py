@@ -84,9 +84,10 @@ class OnlineEnsemble(Learner):
     ``d = capacity``, ``n = chunk_size``, ``m = reservoir_size``,
     ``k = n_members``, ``K = n_classes``: ``9 d (2n + 2m) + 17 (n + m)`` bytes
     for the chunk, the reservoir and the training rows, plus the models:
-    kelm ``8 (k n + n + m)(d + K) + 8 (n + m)^2`` (supports, coefficients,
-    the Gram work matrix); pa ``8 (k + 1) K d``; nb ``24 (k + 1) K d``;
-    plus ``O(k + d + K)`` scratch and the ChannelSpace.
+    kelm ``8 (k n + n + m)(d + K) + 8 (n + m)(n + m + K)`` (supports,
+    coefficients, the Gram and target work matrices); pa ``8 (k + 1) K d``;
+    nb ``8 (k + 1) K (3 d + 1)``; plus ``O(k + d + K)`` scratch and the
+    ChannelSpace.
 
     Examples
     --------
