@@ -504,3 +504,21 @@ def test_multilabel_replay_equals_the_learner_driven_directly():
     assert status["hamming_loss"] == expected.hamming_loss and status["micro_f1"] == expected.micro_f1
     assert status["learned"] == status["asked"] > 0
     assert pipeline.learner("e").Q.tobytes() == direct.Q.tobytes()
+
+
+def test_an_ensemble_stream_asks_for_every_label_and_learns_the_answers():
+    pipeline, _ = make("ensemble", {"capacity": 8, "chunk_size": 20, "n_members": 3, "reservoir_size": 20,
+                                    "n_classes": 3})
+    rng = random.Random(0)
+    hits = []
+    for seq in range(600):
+        temperature = rng.uniform(0.0, 3.0)
+        truth = ("cold", "ok", "hot")[int(temperature)]
+        out = pipeline.handle(*data("room", seq, {"t": temperature, "noise": rng.gauss(0, 1)}), received_at=0.0)
+        (request,) = requests_in(out)
+        hits.append(unpack(out[0])["y"] == truth)
+        pipeline.handle(*label("room", request["req"], truth), received_at=0.0)
+    counts = pipeline.counters()
+    assert counts["learned"] == 600 and counts["label_answered"] == 600 and counts["rejected"] == 0
+    assert pipeline.learner("room").members == 3
+    assert sum(hits[-200:]) / 200 > 0.8
