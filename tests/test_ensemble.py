@@ -80,6 +80,38 @@ def test_pa_fit_matches_the_reference():
     assert not w[0].any()
 
 
+def test_pa_and_naive_bayes_labels_match_the_reference():
+    rng = np.random.default_rng(6)
+    X, present = _rows(rng, 40, 5)
+    labels = rng.integers(0, 3, 40)
+    reference = naive.OnlineEnsembleReference("pa", 40, 1, 0.9, 1.0, 0, 0.5, None, 3, 0.01, 2, 0)
+    w = np.zeros((2, 3, 5))
+    E.pa_fit(0, X[:20], labels[:20], 20, 5, 3, 0.5, w)
+    E.pa_fit(1, X[20:], labels[20:], 20, 5, 3, 0.5, w)
+    models = [reference.fit(list(zip(X[:20], present[:20], labels[:20]))),
+              reference.fit(list(zip(X[20:], present[20:], labels[20:])))]
+    out, scores = np.zeros(2, dtype=np.int64), np.zeros(3)
+    nb = naive.OnlineEnsembleReference("nb", 40, 1, 0.9, 1.0, 0, 1.0, None, 3, 0.01, 2, 0)
+    bank = {"class_count": np.zeros((1, 3)), "count": np.zeros((1, 3, 5), dtype=np.int64),
+            "mean": np.zeros((1, 3, 5)), "var": np.zeros((1, 3, 5))}
+    E.nb_fit(0, X, present, labels, 40, bank["class_count"], bank["count"], bank["mean"], bank["var"],
+             np.zeros(5, dtype=np.int32), np.zeros(5))
+    nb_model = nb.fit(list(zip(X, present, labels)))
+    x, p = np.zeros(5), np.zeros(5, dtype=np.bool_)
+    for row, row_present in zip(*_rows(rng, 30, 5)):
+        slots = np.flatnonzero(row_present).astype(np.int32)
+        E.scatter(slots, row[slots], len(slots), x, p)
+        np.testing.assert_array_equal(x, row)
+        np.testing.assert_array_equal(p, row_present)
+        E.pa_labels(2, x, 5, w, np.array([True, False]), 3, scores, out)
+        assert out.tolist() == [reference.predict_model(models[0], x, p), -1]
+        E.pa_labels(2, x, 5, w, np.array([True, True]), 3, scores, out)
+        assert out.tolist() == [reference.predict_model(m, x, p) for m in models]
+        E.nb_labels(1, slots, row[slots], len(slots), bank["class_count"], bank["count"], bank["mean"],
+                    bank["var"], 0.01, 2, scores, out)
+        assert out[0] == nb.predict_model(nb_model, x, p)
+
+
 def test_naive_bayes_fit_matches_the_reference():
     rng = np.random.default_rng(3)
     X, present = _rows(rng, 50, 4)

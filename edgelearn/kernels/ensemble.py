@@ -136,8 +136,12 @@ def pa_scores(model, x, width, w, n_classes, out):
 
 
 @jit
-def pa_labels(n_models, x, width, w, n_classes, scores, out):
+def pa_labels(n_models, x, width, w, trained, n_classes, scores, out):
+    """Each model's class for ``x``; -1 for a model not trained yet."""
     for i in range(n_models):
+        if not trained[i]:
+            out[i] = -1
+            continue
         pa_scores(i, x, width, w, n_classes, scores)
         out[i] = argmax_or_none(scores, n_classes)
 

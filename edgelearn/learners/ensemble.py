@@ -236,8 +236,8 @@ class OnlineEnsemble(Learner):
             E.kelm_labels(models, self._x, self.channels.n_assigned, bank("support"), bank("coef"), bank("n_support"),
                           bank("gamma"), self.n_classes, self._scores, out)
         elif self.base == "pa":
-            E.pa_labels(models, self._x, self.channels.n_assigned, bank("w"), self.n_classes, self._scores, out)
-            out[:models][~bank("trained")[:models]] = -1
+            E.pa_labels(models, self._x, self.channels.n_assigned, bank("w"), bank("trained"), self.n_classes,
+                        self._scores, out)
         else:
             E.nb_labels(models, slots, z, len(slots), bank("class_count"), bank("count"),
                         bank("mean"), bank("var"), self.var_floor, _MIN_COUNT, self._scores, out)
