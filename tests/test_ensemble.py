@@ -36,6 +36,15 @@ def test_weighted_vote_adds_the_global_learner_with_alpha():
     assert E.weighted_vote(labels[:0], weights, 0, -1, 1.0, 3, votes) == (-1, 0.0)
 
 
+def test_majority_is_bincount_argmax():
+    counts = np.zeros(4)
+    rng = np.random.default_rng(0)
+    for rows in (1, 5, 30):
+        labels = rng.integers(0, 4, 40)
+        assert E.majority(labels, rows, 4, counts) == int(np.bincount(labels[:rows], minlength=4).argmax())
+    assert E.majority(labels, 0, 4, counts) == -1
+
+
 def test_worst_member_is_the_one_with_most_errors_then_the_oldest():
     assert E.worst_member(np.array([3, 5, 5, 1]), np.array([0, 4, 2, 1]), 4) == 2
     assert E.worst_member(np.array([3, 5, 5, 9]), np.array([0, 4, 2, 1]), 3) == 2
@@ -206,6 +215,18 @@ def test_members_are_replaced_after_a_drift_and_accuracy_recovers():
     assert recovered > just_after + 0.2
     assert model.born.min() >= 40  # every member was trained after the drift (chunk 40)
 
+
+@pytest.mark.parametrize("base", ["kelm", "pa", "nb"])
+def test_a_channel_the_model_has_never_seen_changes_no_prediction(base):
+    model = edgelearn.OnlineEnsemble(base=base, chunk_size=20, n_members=2, reservoir_size=10, capacity=3)
+    for x, c in _stream(200, seed=5, n_classes=2, n_channels=3, p_missing=0.0):
+        model.learn_one(x, bool(c))
+    x = {"ch0": 0.3, "ch1": -1.2, "ch2": 8.0}
+    label = model.predict_one(x)
+    dense = model._x.copy()
+    assert dense[2] != 0.0  # ch2 holds the last slot, where slot -1 would wrap to
+    assert model.predict_one({**x, "never_seen": 100.0}) == label
+    np.testing.assert_array_equal(model._x, dense)
 
 def test_forgetting_a_slot_clears_it_everywhere():
     model = edgelearn.OnlineEnsemble(base="nb", chunk_size=10, n_members=2, reservoir_size=5, capacity=3, evict_after=5)

@@ -33,12 +33,15 @@ from .rng import next_double
 
 @jit
 def scatter(slots, z, k, x, present):
-    """Dense row of the first ``k`` (slot, value) pairs."""
+    """Dense row of the first ``k`` (slot, value) pairs; a negative slot (a
+    channel the space does not know, from ``transform``) is left out."""
     x[:] = 0.0
     present[:] = False
     for j in range(k):
-        x[slots[j]] = z[j]
-        present[slots[j]] = True
+        s = slots[j]
+        if s >= 0:
+            x[s] = z[j]
+            present[s] = True
 
 
 @jit
@@ -220,6 +223,21 @@ def decay_weights(member_labels, y, weights, errors, n_members, beta):
     if total > 0.0:
         for i in range(n_members):
             weights[i] /= total
+
+
+@jit
+def majority(labels, rows, n_classes, counts):
+    """The most frequent of ``labels[:rows]`` (the smallest on ties); -1 for no rows."""
+    if rows == 0:
+        return -1
+    counts[:n_classes] = 0.0
+    for i in range(rows):
+        counts[labels[i]] += 1.0
+    best = 0
+    for c in range(1, n_classes):
+        if counts[c] > counts[best]:
+            best = c
+    return best
 
 
 @jit

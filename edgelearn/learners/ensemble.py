@@ -176,8 +176,11 @@ class OnlineEnsemble(Learner):
             "chunk_correct", "reservoir_X", "reservoir_present", "reservoir_labels",
             "reservoir_counts", "rng_state",
         ]
-        for prefix, models, rows in (("member", k, n), ("global", 1, n + m)):
-            for name, array in self._bank(models, rows).items():
+        #: The members' and the global learner's arrays by name (the same arrays as the
+        #: ``member_*`` and ``global_*`` attributes, which a checkpoint loads in place).
+        self._banks = {"member": self._bank(k, n), "global": self._bank(1, n + m)}
+        for prefix, bank in self._banks.items():
+            for name, array in bank.items():
                 setattr(self, f"{prefix}_{name}", array)
                 learned.append(f"{prefix}_{name}")
         self._LEARNED = tuple(learned)
@@ -231,16 +234,16 @@ class OnlineEnsemble(Learner):
         """Each of a bank's first ``models`` models' class for the instance into ``out``."""
         if models == 0:
             return
-        bank = lambda name: getattr(self, f"{prefix}_{name}")  # noqa: E731
+        bank = self._banks[prefix]
         if self.base == "kelm":
-            E.kelm_labels(models, self._x, self.channels.n_assigned, bank("support"), bank("coef"), bank("n_support"),
-                          bank("gamma"), self.n_classes, self._scores, out)
+            E.kelm_labels(models, self._x, self.channels.n_assigned, bank["support"], bank["coef"], bank["n_support"],
+                          bank["gamma"], self.n_classes, self._scores, out)
         elif self.base == "pa":
-            E.pa_labels(models, self._x, self.channels.n_assigned, bank("w"), bank("trained"), self.n_classes,
+            E.pa_labels(models, self._x, self.channels.n_assigned, bank["w"], bank["trained"], self.n_classes,
                         self._scores, out)
         else:
-            E.nb_labels(models, slots, z, len(slots), bank("class_count"), bank("count"),
-                        bank("mean"), bank("var"), self.var_floor, _MIN_COUNT, self._scores, out)
+            E.nb_labels(models, slots, z, len(slots), bank["class_count"], bank["count"],
+                        bank["mean"], bank["var"], self.var_floor, _MIN_COUNT, self._scores, out)
 
     def _vote(self, slots, z) -> tuple[int, float]:
         E.scatter(slots, z, len(slots), self._x, self._present)
@@ -252,17 +255,11 @@ class OnlineEnsemble(Learner):
             self._labels_of("global", 1, slots, z, self._global_label)
         best, margin = E.weighted_vote(self._member_labels, self.weights, members,
                                        self._global_label[0], self.alpha, self.n_classes, self._votes)
-        if best < 0:
-            return self._chunk_majority(), 0.0
+        if best < 0:  # no model yet: the chunk's most frequent label
+            return E.majority(self.chunk_labels, int(self.progress[1]), self.n_classes, self._votes), 0.0
         if self.binary:
             return best, float(self._votes[1] - self._votes[0])
         return best, float(margin)
-
-    def _chunk_majority(self) -> int:
-        rows = int(self.progress[1])
-        if rows == 0:
-            return -1
-        return int(np.bincount(self.chunk_labels[:rows], minlength=self.n_classes).argmax())
 
     def _label(self, index: int):
         if self.binary:
@@ -313,39 +310,38 @@ class OnlineEnsemble(Learner):
         self.progress[:] = (members, 0, chunks + 1)
 
     def _fit(self, prefix: str, model: int, X, present, labels, rows: int) -> None:
-        bank = lambda name: getattr(self, f"{prefix}_{name}")  # noqa: E731
+        bank = self._banks[prefix]
         if self.base == "kelm":
             gamma = self.gamma
             if gamma is None:
                 gamma = 1.0 / max(1, int(present[:rows].any(axis=0).sum()))
-            support, coef = bank("support")[model], bank("coef")[model]
+            support, coef = bank["support"][model], bank["coef"][model]
             gram, target = self._gram[:rows, :rows], self._target[:rows]
             E.kelm_system(X, labels, rows, self.channels.n_assigned, self.n_classes, float(gamma), float(self.C), support, gram, target)
             # Once per chunk, so LAPACK's solve is worth its allocation; K + I/C is
             # positive definite, so it does not fail.
             coef[:rows] = np.linalg.solve(gram, target)
-            bank("n_support")[model] = rows
-            bank("gamma")[model] = gamma
+            bank["n_support"][model] = rows
+            bank["gamma"][model] = gamma
         elif self.base == "pa":
-            E.pa_fit(model, X, labels, rows, self.channels.n_assigned, self.n_classes, float(self.C), bank("w"))
-            bank("trained")[model] = True
+            E.pa_fit(model, X, labels, rows, self.channels.n_assigned, self.n_classes, float(self.C), bank["w"])
+            bank["trained"][model] = True
         else:
-            E.nb_fit(model, X, present, labels, rows, bank("class_count"), bank("count"),
-                     bank("mean"), bank("var"), self._slots, self._values)
+            E.nb_fit(model, X, present, labels, rows, bank["class_count"], bank["count"],
+                     bank["mean"], bank["var"], self._slots, self._values)
 
     def _forget_slot(self, slot: int) -> None:
         for X, present in ((self.chunk_X, self.chunk_present), (self.reservoir_X, self.reservoir_present)):
             X[:, slot] = 0.0
             present[:, slot] = False
-        for prefix in ("member", "global"):
-            bank = lambda name: getattr(self, f"{prefix}_{name}")  # noqa: E731
+        for bank in self._banks.values():
             if self.base == "kelm":
-                bank("support")[:, :, slot] = 0.0
+                bank["support"][:, :, slot] = 0.0
             elif self.base == "pa":
-                bank("w")[:, :, slot] = 0.0
+                bank["w"][:, :, slot] = 0.0
             else:
-                for model in range(bank("count").shape[0]):
-                    NB.forget_slot(slot, bank("count")[model], bank("mean")[model], bank("var")[model])
+                for model in range(bank["count"].shape[0]):
+                    NB.forget_slot(slot, bank["count"][model], bank["mean"][model], bank["var"][model])
 
     # -- state --------------------------------------------------------------------
 
