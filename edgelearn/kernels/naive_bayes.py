@@ -40,8 +40,9 @@ from ._jit import jit
 @jit
 def learn_one(slots, x, k, c, forget, class_count, count, mean, var):
     """Fold the first ``k`` (slot, value) pairs into class ``c``."""
-    for i in range(class_count.shape[0]):
-        class_count[i] *= 1.0 - forget
+    if forget > 0.0:
+        for i in range(class_count.shape[0]):
+            class_count[i] *= 1.0 - forget
     class_count[c] += 1.0
     for j in range(k):
         s = slots[j]

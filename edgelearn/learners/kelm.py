@@ -299,7 +299,8 @@ class MultiLabelKELM(Learner):
     def _score(self, slots, z):
         K.dense(slots, z, len(slots), self._u)
         margin = self._margin_u()
-        label = {name: f > 0.0 for name, f in zip(self._labels.labels, self._f.tolist())}
+        names = self._labels.labels
+        label = {name: f > 0.0 for name, f in zip(names, self._f[: len(names)].tolist())}
         return label, margin
 
     # -- protocol hooks -------------------------------------------------------
@@ -440,7 +441,8 @@ class MultiLabelKELM(Learner):
         if not ok or self._updates >= self.refactor_every:
             self._refactor()
         else:
-            K.alpha(self.Q, self._n, self.c, self.T, self.max_labels, self.A)
+            # Columns of labels not seen yet stay 0 in T and so in A.
+            K.alpha(self.Q, self._n, self.c, self.T, len(self._labels.labels), self.A)
 
     def _refactor(self) -> None:
         n = self._n
@@ -449,7 +451,7 @@ class MultiLabelKELM(Learner):
             self._lam, self._gam, self._Kbw, self._piv,
         ):
             raise FloatingPointError(f"{_OWNER}: Omega is singular (a zero pivot); this is a bug.")
-        K.alpha(self.Q, n, self.c, self.T, self.max_labels, self.A)
+        K.alpha(self.Q, n, self.c, self.T, len(self._labels.labels), self.A)
         self._updates = 0
         self._stale = False
 
