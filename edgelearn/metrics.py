@@ -247,9 +247,16 @@ def f1_macro(y_true: Any, y_pred: Any) -> float:
 
 
 def _label_matrix(Y: Any, owner: str, name: str) -> np.ndarray:
-    Y = np.asarray(Y)
+    try:
+        Y = np.asarray(Y)
+    except ValueError:  # ragged rows
+        raise ValueError(f"{owner} expects 2-D {name} (instances x labels) with rows of one length") from None
     if Y.ndim != 2:
         raise ValueError(f"{owner} expects 2-D {name} (instances x labels); got shape {Y.shape}")
+    if Y.dtype.kind not in "biuf":
+        raise TypeError(f"{owner} expects {name} of bools or numbers; got dtype {Y.dtype}")
+    if Y.dtype.kind == "f" and not np.isfinite(Y).all():
+        raise ValueError(f"{owner} expects finite {name}; it holds NaN or infinity")
     if Y.size == 0:
         raise ValueError(f"{owner}: empty {name} (at least one instance and one label are needed)")
     return Y
@@ -423,6 +430,10 @@ class MultiLabelMetrics:
 
     def update(self, y_true: dict, y_pred: dict) -> "MultiLabelMetrics":
         """Count one prediction; returns ``self``."""
+        for name, value in (("y_true", y_true), ("y_pred", y_pred)):
+            if not isinstance(value, dict):
+                raise TypeError(f"MultiLabelMetrics.update expects {name} as a dict of label name to bool. "
+                                f"Got {type(value).__name__}.")
         for name, truth in y_true.items():
             if truth is None:
                 continue

@@ -284,12 +284,15 @@ def evolve_features(
         G = _rng(seed, owner).standard_normal((d1, d2))
     else:
         G = np.array(mixing, dtype=np.float64)
-        if G.ndim != 2 or G.shape[0] != d1:
+        if G.ndim != 2 or G.shape[0] != d1 or G.shape[1] < 1:
             raise ValueError(f"The 'mixing' parameter of {owner} must be a matrix with {d1} rows "
-                             f"(one per column of X). Got shape {G.shape}.")
+                             f"(one per column of X) and at least one column. Got shape {G.shape}.")
         if not np.isfinite(G).all():
             raise ValueError(f"The 'mixing' parameter of {owner} must be finite.")
         d2 = G.shape[1]
+        if n_new is not None and n_new != d2:
+            raise ValueError(f"The 'n_new' parameter of {owner} must be None or {d2} (the columns of "
+                             f"'mixing') when 'mixing' is given. Got {format_value(n_new)}.")
     Z = np.full((n, d1 + d2), np.nan)
     Z[:t1, :d1] = X[:t1]
     start = t1 - overlap
@@ -703,7 +706,8 @@ def random_tree(
     n = check_number("n", n, owner, 0, None, integer=True)
     d = check_number("n_features", n_features, owner, 1, None, integer=True)
     n_classes = check_number("n_classes", n_classes, owner, 1, None, integer=True)
-    max_depth = check_number("max_depth", max_depth, owner, 0, None, integer=True)
+    # The tree may have 2**max_depth leaves: beyond 20 it no longer fits in memory.
+    max_depth = check_number("max_depth", max_depth, owner, 0, 20, integer=True)
     min_leaf_depth = check_number("min_leaf_depth", min_leaf_depth, owner, 0, max_depth,
                                   integer=True)
     points = _drift_points(drift_at, owner)

@@ -223,8 +223,12 @@ def test_multilabel_metrics_match_sklearn(case):
     else:
         assert math.isnan(macro_auc(Y_true, scores))
     together = multilabel_metrics(Y_true, Y_pred, scores)
-    assert together["ranking_loss"] == ranking_loss(Y_true, scores)
-    assert together["hamming_loss"] == hamming_loss(Y_true, Y_pred)
+    assert together["ranking_loss"] == pytest.approx(label_ranking_loss(Y_true, scores), abs=TOL)
+    assert together["hamming_loss"] == pytest.approx(sk_hamming_loss(Y_true, Y_pred), abs=TOL)
+    assert together["micro_f1"] == pytest.approx(f1_score(Y_true, Y_pred, average="micro", zero_division=0), abs=TOL)
+    assert together["average_precision"] == pytest.approx(
+        label_ranking_average_precision_score(Y_true, scores), abs=TOL)
+    assert together["one_error"] == pytest.approx(one_error_by_hand(Y_true, scores), abs=TOL)
 
 
 def test_multilabel_metrics_accept_bools_and_signs_alike():
@@ -433,3 +437,14 @@ def test_robustness_rejects_bad_input_by_name(avgraccs, exc, shown):
     with pytest.raises(exc) as info:
         robustness(avgraccs)
     assert shown in str(info.value)
+
+
+def test_multilabel_metrics_reject_bad_matrices_by_name():
+    with pytest.raises(ValueError, match="finite scores"):
+        macro_auc(np.array([[1, 0], [0, 1]]), np.array([[np.nan, 0.1], [0.2, 0.3]]))
+    with pytest.raises(TypeError, match="y_true of bools or numbers"):
+        hamming_loss(np.array([["0", "1"]]), np.array([[0, 1]]))
+    with pytest.raises(ValueError, match="rows of one length"):
+        micro_f1([[1, 0], [1]], [[1, 0], [1, 0]])
+    with pytest.raises(TypeError, match="y_true as a dict"):
+        MultiLabelMetrics().update([1, 0], {"a": True})

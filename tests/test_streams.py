@@ -625,7 +625,9 @@ def test_random_tree_leaf_fraction_and_seeds():
 @pytest.mark.parametrize("kwargs, exc, shown", [
     ({"max_depth": 2}, ValueError,
      "The 'min_leaf_depth' parameter of random_tree must be an int in [0, 2]. Got 3."),
-    ({"max_depth": -1}, ValueError, "'max_depth' parameter of random_tree must be an int in [0, inf)"),
+    ({"max_depth": -1}, ValueError, "'max_depth' parameter of random_tree must be an int in [0, 20]"),
+    ({"max_depth": 1200, "min_leaf_depth": 1200}, ValueError,
+     "'max_depth' parameter of random_tree must be an int in [0, 20]. Got 1200."),
     ({"n_classes": 0}, ValueError, "'n_classes' parameter of random_tree"),
     ({"n_features": 3.0}, TypeError, "'n_features' parameter of random_tree"),
     ({"drift_at": "abc"}, TypeError, "'drift_at' parameter of random_tree"),
@@ -635,3 +637,15 @@ def test_random_tree_rejects_bad_parameters_by_name(kwargs, exc, shown):
     with pytest.raises(exc) as info:
         random_tree(100, **kwargs)
     assert shown in str(info.value)
+
+
+def test_evolve_features_n_new_must_agree_with_mixing():
+    from edgelearn.streams import evolve_features
+
+    X = np.ones((4, 2))
+    with pytest.raises(ValueError, match="'n_new' parameter of evolve_features must be None or 3"):
+        evolve_features(X, t1=2, overlap=1, n_new=0, mixing=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="at least one column"):
+        evolve_features(X, t1=2, overlap=1, mixing=np.ones((2, 0)))
+    Z, _ = evolve_features(X, t1=2, overlap=1, n_new=3, mixing=np.ones((2, 3)))
+    assert Z.shape == (4, 5)
