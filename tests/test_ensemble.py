@@ -242,8 +242,14 @@ def test_forgetting_a_slot_clears_it_everywhere():
 
 
 def test_gateway_can_build_it_by_kind():
-    model = edgelearn.make_learner("ensemble", {"base": "pa", "n_classes": 4})
-    assert isinstance(model, edgelearn.OnlineEnsemble) and model.base == "pa"
+    model = edgelearn.make_learner("ensemble", {"base": "pa", "n_classes": 4, "chunk_size": 20})
+    assert isinstance(model, edgelearn.OnlineEnsemble) and model.base == "pa" and model.n_classes == 4
+    hits = []
+    for x, c in _stream(400, seed=3, n_classes=4, p_missing=0.0):
+        hits.append(model.predict_one(x) == c)
+        model.learn_one(x, c)
+    assert sorted(model.classes) == [0, 1, 2, 3]
+    assert np.mean(hits[200:]) > 0.5  # four classes: chance is 0.25
 
 
 @pytest.mark.parametrize("base", ["kelm", "pa", "nb"])

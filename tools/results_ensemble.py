@@ -297,6 +297,25 @@ def _run_sections(run, streams, paper_column: bool) -> list[str]:
     return lines
 
 
+def _why_two_lengths(compare_run, streams, n) -> list[str]:
+    river = [m for m in RIVER_ENSEMBLES if compare_run and m in compare_run["models"]]
+    if not river:
+        return []
+    summary = compare_run["summary"]
+    rates = {m: [summary[s][m]["per_second"] for s in streams] for m in river}
+    full_n = {s: min(n, 45312) if s == "elec2" else n for s in streams}
+    hours = sum(full_n[s] / summary[s][m]["per_second"] for m in river for s in streams) / 3600
+    return [
+        "* Why two lengths: in the run beside River, "
+        + "; ".join(f"{MODEL_NAMES[m]} ran at {min(rates[m]):,.0f} to {max(rates[m]):,.0f} instances/s"
+                    for m in river)
+        + f", so at those rates the three on these streams at n = {n:,} would take about {hours:.1f} "
+        "CPU hours (more: they slow down as their trees grow). The run beside the paper has the "
+        "paper's length and the models that finish it in minutes; the run beside River has every "
+        "model on shorter versions of the same streams (same generators, drift at the same quarters).",
+    ]
+
+
 def render(paper_run, compare_run, args, argv, run_seconds) -> str:
     import numba
 
@@ -355,11 +374,7 @@ def render(paper_run, compare_run, args, argv, run_seconds) -> str:
         "* River: `ensemble.ADWINBaggingClassifier(tree.HoeffdingTreeClassifier(), n_models=10)`, "
         "`forest.ARFClassifier(n_models=10)`, `ensemble.SRPClassifier(n_models=10)`, "
         "`tree.HoeffdingTreeClassifier()`, each with `predict_one` then `learn_one`.",
-        "* Why two lengths: River's SRP runs at 40 to 250 instances/s here (ARF and ADWINBagging "
-        "at 60 to 1,200 on the 10-class streams), so River's three ensembles on seven streams of "
-        "100,000 would take about four CPU hours. The run beside the paper has the paper's length "
-        "and the models that finish it in minutes; the run beside River has every model on "
-        "shorter versions of the same streams (same generators, drift at the same quarters).",
+        *_why_two_lengths(compare_run, streams, args.n),
         "* Instances/s: the whole predict-and-learn loop over dicts prepared beforehand, one process "
         f"per run, {args.jobs} run(s) at a time, wall clock.",
         f"* Recovery RSA (eq. 13/14, `edgelearn.metrics.recovery`, {RSA_N_REF} reference chunks, "
@@ -403,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [(s, m, n) for _, n, models in runs for s in args.streams for m in models]
     todo = [task for task in dict.fromkeys(wanted) if key(*task) not in cache]
     # Compile (or load) the kernels once here, so no run times a compilation.
-    for m in {m for _, _, models in runs for m in models} & set(OURS):
+    for m in {m for _, m, _ in todo} & set(OURS):
         run_one("sea", m, 4 * CHUNK, args.seed)
     start = time.perf_counter()
     total = len(set(wanted))
