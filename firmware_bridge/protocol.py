@@ -559,18 +559,30 @@ def decode_payload(payload: Any, limits: Limits = DEFAULT_LIMITS) -> Any:
 # --- validation ---------------------------------------------------------------------
 
 
-# Sensors send the same few channel names in every message: remembering the verdicts
-# takes the checks off the per-message path. Bounded, so a flood of new names only
-# churns it (each entry is at most one name of max_bytes and a short verdict).
-@functools.lru_cache(maxsize=4096, typed=True)
 def _name_problem(value: Any, max_bytes: int) -> str | None:
     """What is wrong with ``value`` as a channel name / stream id / request id, or None."""
-    if not isinstance(value, str):
+    if type(value) is not str:  # also keeps lists and maps (unhashable) out of the cache
         return f"must be a str, got {_wire_type(value)}"
+    if len(value) > max_bytes:  # a str has at least as many UTF-8 bytes as characters
+        return f"must be at most {max_bytes} bytes of UTF-8, got {len(value)}: {_show(value)}"
+    if len(value) > _CACHED_NAME_CHARS:
+        return _str_name_problem.__wrapped__(value, max_bytes)
+    return _str_name_problem(value, max_bytes)
+
+
+#: Longest name whose verdict is remembered: the cache then holds at most
+#: 4096 x (256 characters + a short verdict), about 4 MB.
+_CACHED_NAME_CHARS = 256
+
+
+# Sensors send the same few channel names in every message: remembering the verdicts
+# takes the checks off the per-message path. Bounded, so a flood of new names only
+# churns it.
+@functools.lru_cache(maxsize=4096)
+def _str_name_problem(value: str, max_bytes: int) -> str | None:
     if not value:
         return "must not be empty"
-    # A str has at least as many UTF-8 bytes as characters: skip encoding huge ones.
-    size = len(value) if len(value) > max_bytes else len(value.encode("utf-8"))
+    size = len(value.encode("utf-8"))
     if size > max_bytes:
         return f"must be at most {max_bytes} bytes of UTF-8, got {size}: {_show(value)}"
     if not value.isprintable():

@@ -168,6 +168,8 @@ MALFORMED = [
     ("label without req", LABEL, pack({"y": True}), "missing_field", "'req'"),
     ("label without y", LABEL, pack({"req": "r-1"}), "missing_field", "'y'"),
     ("req is an int", LABEL, pack({"req": 5, "y": True}), "bad_field_type", "'req' must be a str"),
+    ("req is an array", LABEL, pack({"req": [1], "y": True}), "bad_field_type", "'req' must be a str"),
+    ("req is a map", LABEL, pack({"req": {"a": 1}, "y": True}), "bad_field_type", "'req' must be a str"),
     ("req with a slash", LABEL, pack({"req": "a/b", "y": True}), "bad_field_type", "'/'"),
     ("y is nil", LABEL, pack({"req": "r-1", "y": None}), "bad_label", "nil"),
     ("outbound topic", "edgelearn/s1/prediction", data(), "unknown_topic", "outbound prediction"),
@@ -616,3 +618,15 @@ def test_example_config_matches_the_code(tmp_path):
     assert inspect.signature(LogWriter).parameters["max_bytes"].default == recorder["max_bytes"]
     LogWriter(**recorder).close()
     topics.status(config["gateway"]["id"])  # not a reserved gateway id
+
+
+def test_name_verdicts_are_cached_only_for_short_strings():
+    from firmware_bridge import protocol
+
+    protocol._str_name_problem.cache_clear()
+    for i in range(50):
+        protocol._name_problem("x" * 300 + str(i), 65535)  # long stream ids from topics
+        protocol._name_problem(["not", "hashable"], 64)
+    assert protocol._str_name_problem.cache_info().currsize == 0
+    assert protocol._name_problem("co2", 64) is None
+    assert protocol._str_name_problem.cache_info().currsize == 1
