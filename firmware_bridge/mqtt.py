@@ -316,7 +316,9 @@ class MqttBridge:
             link.client.socket() for link in self._links
             if link.client.socket() is not None and link.client.want_write()
         ]
-        if _tls_pending(in_sock) or _tls_pending(out_sock):
+        # Decrypted bytes waiting in a TLS socket do not wake select; but bytes of the
+        # inbound link we are not reading (queue full) must not make this a busy loop.
+        if (reading_in and _tls_pending(in_sock)) or _tls_pending(out_sock):
             timeout = 0.0
         if not readable and not writable:
             if timeout > 0:

@@ -35,7 +35,7 @@ from paho.mqtt.properties import Properties
 
 from edgelearn import datasets
 from firmware_bridge.gateway import checkpoint_path
-from firmware_bridge.protocol import Topics, encode_data, encode_label
+from firmware_bridge.protocol import DEFAULT_LIMITS, Topics, encode_data, encode_label
 
 pytestmark = pytest.mark.broker
 
@@ -430,6 +430,17 @@ def test_a_message_from_mosquitto_pub_is_predicted(broker, gateways, observer_fa
     other = subprocess.run([*edgelearn, "--gateway-id", "nobody", "--timeout", "1"],
                            capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert other.returncode == 1 and "no status on edgelearn/status/nobody" in other.stderr
+    # A gateway with many streams leaves a status far above the sensors' 4 KiB payload limit.
+    big = tmp_path / "big-status.msgpack"
+    big.write_bytes(msgpack.packb({"state": "online", "failure": "x" * 1000,
+                                   "streams": {f"room-{i}": {"data": i} for i in range(200)}}))
+    assert big.stat().st_size > DEFAULT_LIMITS.max_payload_bytes
+    subprocess.run([mosquitto_pub, "-h", "127.0.0.1", "-p", str(broker.port), "-q", "1", "-r",
+                    "-t", TOPICS.status("big"), "-f", str(big)], check=True, timeout=30)
+    shown = subprocess.run([*edgelearn, "--gateway-id", "big", "--json"], capture_output=True,
+                           text=True, timeout=60, cwd=ROOT)
+    assert shown.returncode == 0, shown.stderr
+    assert len(json.loads(shown.stdout)["streams"]) == 200
 
 
 # --- faults ---------------------------------------------------------------------------
