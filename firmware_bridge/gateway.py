@@ -850,12 +850,16 @@ class Gateway:
         signature = (len(self.pipeline.streams), counters["rejected"], self.bridge.connected)
         changed = self._status_changed or signature != self._last_signature
         if now >= self._next_status or (changed and now - self._last_status >= _STATUS_MIN_INTERVAL_S):
-            self._status_changed = False
             self._last_signature = signature
             self._last_status = now
             self._next_status = now + self.config.status_interval_s
             self.pipeline.expire_labels()
-            self.publish_status("online")
+            # While the outbound link is down a status would only queue up in paho (and go
+            # out stale at the reconnect, ahead of predictions); the reconnect marks the
+            # status changed, so a fresh one goes out then.
+            if self.bridge.can_publish:
+                self._status_changed = False
+                self.publish_status("online")
         if now >= self._next_checkpoint:
             self._next_checkpoint = now + self.config.checkpoint_interval_s
             self.checkpoint()
@@ -887,6 +891,10 @@ class Gateway:
             self._failed = True
             logger.critical("the worker thread failed; stopping the gateway", exc_info=True)
             self._stop.set()
+            try:  # keep what was learned since the last checkpoint, if the state allows
+                self.checkpoint()
+            except BaseException:  # noqa: BLE001 -- already failing; say so and stop
+                logger.critical("the checkpoint after the failure failed too", exc_info=True)
 
     def _finish(self) -> None:
         """The worker's part of a stop: stop reading, finish what was received (for at

@@ -498,6 +498,11 @@ class MqttBridge:
         """Whether both connections are up."""
         return self._in.connected and self._out.connected
 
+    @property
+    def can_publish(self) -> bool:
+        """Whether the outbound connection (the one that publishes) is up."""
+        return self._out.connected
+
     def publish(self, topic: str, payload: bytes, qos: int, retain: bool = False) -> Any:
         """Queue a message on the outbound connection (written by the next
         :meth:`flush` or :meth:`poll`); QoS>0 messages wait in paho's queue while the

@@ -131,3 +131,18 @@ def test_tools_have_help(tool):
                             capture_output=True, text=True, timeout=60, cwd=root)
     assert result.returncode == 0, result.stderr
     assert "--broker" in result.stdout or "--count" in result.stdout
+
+
+def test_a_failing_worker_still_checkpoints_what_it_learned(tmp_path):
+    config = make_config(tmp_path, **{"mqtt.port": 1})  # nothing listens: it never connects
+    gateway = Gateway(config, notifier=SystemdNotifier({}))
+    gateway.pipeline.handle("sensors/s1/data", encode_data(0.0, 0, {"a": 1.0}, y=True), 0.0)
+
+    def broken_turn(timeout):
+        raise RuntimeError("a bug in the loop")
+
+    gateway._turn = broken_turn
+    gateway.start()
+    assert gateway.wait(10)
+    assert gateway.shutdown() == 1
+    assert os.path.exists(checkpoint_path(config.checkpoint_dir, "s1"))
