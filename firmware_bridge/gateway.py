@@ -1055,6 +1055,16 @@ def run_gateway(args: argparse.Namespace) -> int:
     return gateway.run()
 
 
+def _seconds_argument(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds in (0, 3600]. Got {text!r}.")
+    return value
+
+
 def add_status_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``edgelearn status`` options to ``parser``; returns it."""
     parser.add_argument("--config", metavar="FILE",
@@ -1070,7 +1080,7 @@ def add_status_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("--password-file", metavar="FILE",
                         help="file holding that user's password, overriding "
                              "[mqtt] password_file")
-    parser.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
+    parser.add_argument("--timeout", type=_seconds_argument, default=5.0, metavar="SECONDS",
                         help="how long to wait for the status (default: 5)")
     parser.add_argument("--json", action="store_true", help="print the whole status as JSON")
     return parser

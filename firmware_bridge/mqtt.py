@@ -303,7 +303,10 @@ class MqttBridge:
         now = self._clock()
         for link in self._links:
             if link.client.socket() is None and now >= link.next_attempt and not self._leaving:
+                # One (blocking) attempt per turn, so the worker's housekeeping (the
+                # systemd watchdog) runs between the two links' attempts.
                 self._attempt(link, now)
+                return
         in_sock = self._in.client.socket()
         out_sock = self._out.client.socket()
         readable = []
@@ -518,10 +521,11 @@ class MqttBridge:
 
     def outgoing_pending(self) -> int:
         """Outgoing messages paho still holds: QoS>0 ones sent and unacked or queued,
-        and packets not yet written."""
-        # paho has no public accessor for either.
+        or, if more, packets not yet written (QoS 0 messages are only those)."""
+        # paho has no public accessor for either. A QoS>0 message not yet written is in
+        # both, so the sum would count it twice and halve the window.
         client = self._out.client
-        return len(client._out_messages) + len(client._out_packet)
+        return max(len(client._out_messages), len(client._out_packet))
 
     def outgoing_room(self) -> int:
         """How many more messages the worker may publish now: none while the outbound

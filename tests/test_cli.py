@@ -49,6 +49,11 @@ def test_bad_options_name_the_problem(capsys):
     assert status == 2 and "no-such-log.msgpack" in err
     with pytest.raises(SystemExit):
         cli.main(["replay", "--set", "not an assignment"])
+    for timeout in ("inf", "nan", "0", "soon"):
+        with pytest.raises(SystemExit) as exit:
+            cli.main(["status", "--timeout", timeout])
+        assert exit.value.code == 2
+        assert f"--timeout: must be a number of seconds in (0, 3600]. Got '{timeout}'." in capsys.readouterr().err
 
 
 def test_corrupt_log_is_reported_with_its_offset(tmp_path, capsys):

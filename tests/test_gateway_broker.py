@@ -457,8 +457,9 @@ def test_broker_restart_mid_stream_loses_no_qos1_data(broker, gateways, observer
     n = 3000
     observer = observer_factory(broker.port, client_id="test-observer", persistent=True)
     gateway = gateways(broker.port)
-    gateway.config.write_text(gateway.config.read_text().replace(
-        "[mqtt]\n", f'[mqtt]\nprotocol = "{protocol}"\n'))
+    text = gateway.config.read_text()
+    assert text.count("[mqtt]\n") == 1  # or the protocol below would not be set
+    gateway.config.write_text(text.replace("[mqtt]\n", f'[mqtt]\nprotocol = "{protocol}"\n'))
     gateway.start()
     gateway.wait_online(observer)
     publisher = observer_factory(broker.port, client_id="test-publisher", subscribe=("none",))
