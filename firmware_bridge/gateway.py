@@ -183,7 +183,7 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
         "reconnect_max_delay_seconds": _Key("int", 120, 1, 86_400),
         "username": _Key("str", ""),
         "password_file": _Key("str", ""),
-        "subscribe_qos": _Key("choice", 1, choices=(0, 1, 2)),
+        "subscribe_qos": _Key("choice", 1, choices=(0, 1)),
         "prediction_qos": _Key("choice", 1, choices=(0, 1, 2)),
         "label_request_qos": _Key("choice", 1, choices=(1, 2)),
         "max_queued_messages": _Key("int", 4096, 0, 10_000_000),

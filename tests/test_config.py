@@ -92,6 +92,7 @@ max_channels = 1000
 [mqtt]
 port = "1883"
 protocol = "MQTTv4"
+subscribe_qos = 2
 reconnect_min_delay_seconds = 10
 reconnect_max_delay_seconds = 5
 password_file = "/nonexistent/password"
@@ -122,6 +123,7 @@ x = 1
         "[limits] The 'max_channels' parameter of Limits must be <= max_container_len",
         "[mqtt] port must be an int in [1, 65535], got '1883'",
         "[mqtt] protocol must be one of 'MQTTv5', 'MQTTv311', got 'MQTTv4'",
+        "[mqtt] subscribe_qos must be one of 0, 1, got 2",
         "[mqtt] reconnect_max_delay_seconds must be >= reconnect_min_delay_seconds (10), got 5",
         "[mqtt] password_file needs a username",
         "[mqtt] password_file must be a readable UTF-8 file, got '/nonexistent/password'",
