@@ -363,9 +363,16 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
     rate = _median(throughput, "rate")
     p99 = _median(latency, "p99")
     counters = results["status"]["counters"] if results.get("status") else {}
-    command = "python tools/bench_gateway.py " + " ".join(
-        shlex.quote(a) for a in sys.argv[1:]
-    )
+    # Where the page goes changes no number: leave --out out of the command it shows.
+    shown, skip = [], False
+    for arg in sys.argv[1:]:
+        if skip or arg.startswith("--out="):
+            skip = False
+            continue
+        skip = arg == "--out"
+        if not skip:
+            shown.append(shlex.quote(arg))
+    command = "python tools/bench_gateway.py " + " ".join(shown)
     lines = [
         "# Gateway benchmark: messages/s and latency through mosquitto",
         "",
