@@ -251,3 +251,14 @@ def test_memory_is_flat_over_a_long_stream_of_new_names(name, factory, make_labe
     # every new name was either given a recycled slot or counted as ignored
     assert model.channels.n_evicted + model.channels.n_ignored + model.channels.capacity >= 10_001
     assert end - start < 64 * 1024, f"Python allocations grew by {end - start} bytes"
+
+
+@pytest.mark.parametrize("y, error, text", [([1], TypeError, "labels must be hashable"),
+                                            (float("nan"), ValueError, "labels must not be NaN")])
+def test_multiclass_labels_that_cannot_be_classes_are_named(y, error, text):
+    for model in (edgelearn.SynthesisNB(n_classes=3), edgelearn.OnlineEnsemble(n_classes=3),
+                  edgelearn.PAACDS(n_classes=3)):
+        model.learn_one({"a": 1.0}, "ok")
+        with pytest.raises(error, match=text):
+            model.learn_one({"a": 2.0}, y)
+        assert model.classes == ["ok"]

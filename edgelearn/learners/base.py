@@ -208,8 +208,14 @@ class LabelIndex:
 
     def index(self, y) -> int:
         """The index of ``y``, given a new one if ``y`` is new."""
-        i = self._index.get(y)
+        try:
+            i = self._index.get(y)
+        except TypeError:
+            raise TypeError(f"{self.owner} labels must be hashable (a str, int, bool...). "
+                            f"Got {type(y).__name__}.") from None
         if i is None:
+            if y != y:  # NaN: never equal to itself, it would be a new class every time
+                raise ValueError(f"{self.owner} labels must not be NaN.")
             if len(self.labels) >= self.n_classes:
                 raise ValueError(
                     f"{self.owner} was built with n_classes={self.n_classes} and has seen "
