@@ -8,13 +8,11 @@ import socket
 import pytest
 
 from edgelearn.state import save_checkpoint
-from firmware_bridge.gateway import (
-    Gateway,
-    SystemdNotifier,
-    _stream_of_checkpoint,
-    checkpoint_path,
-    load_config,
-)
+from firmware_bridge.checkpoints import checkpoint_path
+from firmware_bridge.checkpoints import stream_of_checkpoint as _stream_of_checkpoint
+from firmware_bridge.config import load_config
+from firmware_bridge.gateway import Gateway
+from firmware_bridge.systemd import SystemdNotifier
 from firmware_bridge.protocol import encode_data
 
 
