@@ -314,6 +314,11 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
                         help="checkpoint directory, overriding [checkpoints] directory")
     parser.add_argument("--gateway-id", metavar="ID",
                         help="gateway id, overriding [gateway] id")
+    parser.add_argument("--set", action="append", type=_parse_config_setting, default=[],
+                        dest="config_set", metavar="SECTION.KEY=VALUE",
+                        help="override one key of the file (repeatable; VALUE in TOML "
+                             "syntax, else a string), e.g. one instance's share: --set "
+                             "topics.data=sensors/a/{stream}/data")
     parser.add_argument("--check-config", action="store_true",
                         help="check the configuration, print every error and exit "
                              "(status 0 if valid, 2 if not)")
@@ -323,10 +328,33 @@ def add_gateway_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     return parser
 
 
+def _parse_config_setting(text: str) -> tuple[str, object]:
+    """``SECTION.KEY=VALUE`` with VALUE a TOML value (``8``, ``true``, ``"x"``,
+    ``["a:1"]``); anything that is not one is taken as a string.
+
+    >>> _parse_config_setting("topics.data=sensors/a/{stream}/data")
+    ('topics.data', 'sensors/a/{stream}/data')
+    >>> _parse_config_setting("gateway.max_streams=8")
+    ('gateway.max_streams', 8)
+    """
+    import tomllib
+
+    key, sep, raw = text.partition("=")
+    parts = key.split(".")
+    if not sep or len(parts) < 2 or not all(p.isidentifier() for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"--set takes SECTION.KEY=VALUE (e.g. gateway.max_streams=8). Got {text!r}.")
+    try:
+        value = tomllib.loads(f"value = {raw}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
 def _overrides_from_args(args: argparse.Namespace) -> tuple[dict, list[str]]:
     from firmware_bridge.mqtt import parse_broker
 
-    overrides: dict = {}
+    overrides: dict = dict(getattr(args, "config_set", None) or ())
     errors: list[str] = []
     broker = getattr(args, "broker", None)
     if broker is not None:
