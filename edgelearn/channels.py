@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from ._validation import check_number
+from .constraints import Interval, OneOf, Options, check_params
 from .kernels import channels as kernels
 
 _OWNER = "ChannelSpace"
@@ -70,6 +70,16 @@ class ChannelSpace:
     1
     """
 
+    #: What each parameter may be (see :mod:`edgelearn.constraints`).
+    _parameter_constraints = {
+        "capacity": Interval(int, 1, None),
+        "evict_after": Interval(int, 1, None),
+        "half_life": OneOf(Options(None), Interval(float, 0, None, closed="right")),
+        "eps": Interval(float, 0, None),
+        "z_max": Interval(float, 0, None, closed="right"),
+        "max_name_length": Interval(int, 1, None),
+    }
+
     def __init__(
         self,
         capacity: int = 256,
@@ -79,13 +89,10 @@ class ChannelSpace:
         z_max: float = 5.0,
         max_name_length: int = 64,
     ):
-        check_number("capacity", capacity, _OWNER, 1, None, integer=True)
-        check_number("evict_after", evict_after, _OWNER, 1, None, integer=True)
-        if half_life is not None:
-            check_number("half_life", half_life, _OWNER, 0, None, low_open=True)
-        check_number("eps", eps, _OWNER, 0, None)
-        check_number("z_max", z_max, _OWNER, 0, None, low_open=True)
-        check_number("max_name_length", max_name_length, _OWNER, 1, None, integer=True)
+        check_params(_OWNER, {
+            "capacity": capacity, "evict_after": evict_after, "half_life": half_life, "eps": eps,
+            "z_max": z_max, "max_name_length": max_name_length,
+        }, self._parameter_constraints)
         self.capacity = capacity
         self.evict_after = evict_after
         self.half_life = half_life
@@ -221,6 +228,12 @@ class ChannelSpace:
                 del self._index[old]
             self._names[slot] = name
             self._index[name] = slot
+
+    @property
+    def forget(self) -> float:
+        """The per-observation forgetting factor of the channel statistics
+        (0 without ``half_life``); kernels take it as a scalar."""
+        return self._forget
 
     def memory_bytes(self) -> int:
         """The space's fixed budget: its arrays plus the longest names allowed."""
