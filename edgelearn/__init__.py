@@ -1,6 +1,8 @@
 """edgelearn: fixed-budget online learners for sensor streams whose channels
 come and go and whose labels are scarce."""
 
+import sys
+
 from .channels import ChannelSpace
 from .evaluate import prequential, replay
 from .learners import (
@@ -9,6 +11,11 @@ from .learners import (
 )
 
 __version__ = "0.1.0"
+
+if "river" in sys.modules:
+    # River is in use: let it recognize the learners as its classifiers
+    # (edgelearn.river; River is never imported here otherwise).
+    from . import river as _river  # noqa: F401
 
 __all__ = [
     "ChannelSpace", "Decision", "KINDS", "LEARNERS", "Learner", "MultiLabelKELM", "PA", "PAACDS", "PAFE",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import zlib
 
 import numpy as np
 
@@ -105,6 +106,9 @@ class ChannelSpace:
         self.mean = np.zeros(capacity, dtype=np.float64)
         self.var = np.zeros(capacity, dtype=np.float64)
         self.last_seen = np.full(capacity, -1, dtype=np.int64)
+        #: A number per slot from its channel's name (name_key): learners break
+        #: ties by it, so their choices do not depend on first-seen key order.
+        self.name_key = np.zeros(capacity, dtype=np.float64)
         self._names: list = [None] * capacity
         self._index: dict = {}
         self.t = 0  # instances observed so far; the next one gets index t
@@ -189,6 +193,7 @@ class ChannelSpace:
             self.n_assigned += 1
         self._names[slot] = name
         self._index[name] = slot
+        self.name_key[slot] = name_key(name)
         # Seen now, so another new name in this same instance cannot take it.
         self.last_seen[slot] = self.t
         return slot
@@ -228,6 +233,7 @@ class ChannelSpace:
                 del self._index[old]
             self._names[slot] = name
             self._index[name] = slot
+            self.name_key[slot] = name_key(name)
 
     @property
     def forget(self) -> float:
@@ -237,7 +243,8 @@ class ChannelSpace:
 
     def memory_bytes(self) -> int:
         """The space's fixed budget: its arrays plus the longest names allowed."""
-        arrays = self.count.nbytes + self.mean.nbytes + self.var.nbytes + self.last_seen.nbytes
+        arrays = (self.count.nbytes + self.mean.nbytes + self.var.nbytes + self.last_seen.nbytes
+                  + self.name_key.nbytes)
         return int(arrays + self.capacity * (8 + self.max_name_length))
 
     def get_params(self) -> dict:
@@ -278,6 +285,8 @@ class ChannelSpace:
             target[:] = array
         space._names = list(state["names"])
         space._index = {n: s for s, n in enumerate(space._names) if n is not None}
+        for name, slot in space._index.items():
+            space.name_key[slot] = name_key(name)
         space.t = int(state["t"])
         space.n_assigned = int(state["n_assigned"])
         space.n_ignored = int(state["n_ignored"])
@@ -286,6 +295,16 @@ class ChannelSpace:
 
     def __repr__(self) -> str:
         return f"ChannelSpace(capacity={self.capacity}, assigned={self.n_assigned}, ignored={self.n_ignored})"
+
+
+def name_key(name) -> float:
+    """A number that stands for a channel name, the same in every run and
+    process (CRC-32 of its repr, so 1 and "1" differ).
+
+    >>> name_key("temperature") == name_key("temperature"), name_key(1) == name_key("1")
+    (True, False)
+    """
+    return float(zlib.crc32(repr(name).encode("utf-8", "surrogatepass")))
 
 
 def _as_float(name, value) -> float:

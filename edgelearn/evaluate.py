@@ -15,6 +15,7 @@ import numpy as np
 
 from . import metrics
 from .kernels import replay as loops
+from .channels import name_key
 from .learners.base import BinaryTargets
 from .learners.pa import PA
 from .learners.paacds import PAACDS, _K0
@@ -223,6 +224,7 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
             model.rng_state, model._current_delta, target, float(model.budget_gain), float(model.C),
             model._variant_i, model.learn_intercept, model._lam, float(model.B), model._max_weights,
             code_class, class_code, len(model.targets.labels), model._scores, model._idx_buf, model._score_buf,
+            np.array([name_key(name) for name in feature_names], dtype=np.float64), space.name_key,
             pred, margins, asked,
         )
         model._current_delta = float(delta)

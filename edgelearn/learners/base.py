@@ -523,6 +523,13 @@ class Learner(abc.ABC):
     #: Whether the channel space hands learners z (True) or raw values.
     _scale = True
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # A learner defined after edgelearn.river ran is registered with River too.
+        river_glue = sys.modules.get("edgelearn.river")
+        if river_glue is not None:
+            river_glue.register(cls)
+
     # -- construction -----------------------------------------------------------
 
     def _set_params(self, given: dict) -> None:

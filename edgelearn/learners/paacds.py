@@ -252,7 +252,7 @@ class PAACDS(Learner):
             )
         if changed:
             K.sparsify(
-                self.W, self.active, self.h, self.channels.n_assigned, self._lam, self.B,
+                self.W, self.active, self.h, self.channels.name_key, self.channels.n_assigned, self._lam, self.B,
                 self._max_weights, self._idx_buf, self._score_buf,
             )
 
