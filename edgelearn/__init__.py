@@ -4,6 +4,7 @@ come and go and whose labels are scarce."""
 import sys
 
 from .channels import ChannelSpace
+from .checks import check_learner
 from .evaluate import prequential, replay
 from .learners import (
     KINDS, LEARNERS, PA, PAACDS, PAFE, Decision, Learner, MultiLabelKELM, OnlineEnsemble, SynthesisNB, from_state,
@@ -18,6 +19,6 @@ if "river" in sys.modules:
     from . import river as _river  # noqa: F401
 
 __all__ = [
-    "ChannelSpace", "Decision", "KINDS", "LEARNERS", "Learner", "MultiLabelKELM", "PA", "PAACDS", "PAFE",
+    "ChannelSpace", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner", "MultiLabelKELM", "PA", "PAACDS", "PAFE",
     "OnlineEnsemble", "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
 ]
