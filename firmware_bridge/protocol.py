@@ -56,13 +56,14 @@ import functools
 import math
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Union
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Union
 
 import msgpack
 import numpy as np
 
 from edgelearn._validation import check_number
+from edgelearn.constraints import Interval, check_params
 
 __all__ = [
     "REJECT_REASONS",
@@ -340,10 +341,22 @@ class Limits:
     max_label_bytes: int = 64
     max_request_id_bytes: int = 64
 
+    #: What each limit may be (edgelearn.constraints); the cross-limit rules follow.
+    _parameter_constraints: ClassVar[dict] = {
+        "max_payload_bytes": Interval(int, 1, None),
+        "max_channels": Interval(int, 1, None),
+        "max_channel_name_bytes": Interval(int, 1, None),
+        "max_string_bytes": Interval(int, 1, None),
+        "max_container_len": Interval(int, 1, None),
+        "max_depth": Interval(int, 2, None),
+        "max_stream_id_bytes": Interval(int, 1, None),
+        "max_label_bytes": Interval(int, 1, None),
+        "max_request_id_bytes": Interval(int, 1, None),
+    }
+
     def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            low = 2 if name == "max_depth" else 1
-            check_number(name, getattr(self, name), "Limits", low, None, integer=True)
+        check_params("Limits", {f.name: getattr(self, f.name) for f in fields(self)},
+                     self._parameter_constraints)
         for name in ("max_channel_name_bytes", "max_label_bytes", "max_request_id_bytes"):
             if getattr(self, name) > self.max_string_bytes:
                 raise ValueError(

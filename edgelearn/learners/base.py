@@ -31,8 +31,8 @@ Labels: one targets object
 
 * binary (:class:`BinaryTargets`): any two labels: bool, 0/1, -1/+1, strings
   ("yes"/"no", "occupied"/"empty"). ``targets.sign(y)`` gives +1.0 or -1.0. True
-  and 1 are positive, False, 0 and -1 negative; any other label takes the side
-  still free, positive first. The code of a binary prediction is a bool
+  and 1 are positive, False, 0 and -1 negative (one family: once True is known,
+  1 means it too); any other label takes the side still free, positive first. The code of a binary prediction is a bool
   (positive or not); predictions come back in the user's own labels.
 * multiclass (:class:`MulticlassTargets`): any hashable labels, at most
   ``n_classes``, indexed in order of first appearance; ``targets.index(y)``. The
@@ -192,6 +192,8 @@ class Targets(abc.ABC):
     and back. ``task`` is ``"binary"``, ``"multiclass"`` or ``"multilabel"``."""
 
     task: str = ""
+    #: The most labels (label names, for multi-label) this learner can hold.
+    capacity: int = 0
 
     def __init__(self, owner: str):
         self.owner = owner
@@ -281,6 +283,7 @@ class BinaryTargets(Targets):
     """
 
     task = "binary"
+    capacity = 2
 
     def __init__(self, owner: str):
         super().__init__(owner)
@@ -295,6 +298,11 @@ class BinaryTargets(Targets):
             known = self._pair[side]
             if known is not None and _same_label(known, y):
                 return side
+        # True/1/+1 and False/0/-1 are one family: any of them names the side a
+        # label of the family already holds (predictions keep the first form seen).
+        side = _side(y)
+        if side is not None and self._pair[side] is not None and _side(self._pair[side]) == side:
+            return side
         return None
 
     def sign(self, y) -> float:
@@ -380,7 +388,7 @@ class MulticlassTargets(Targets):
 
     def __init__(self, owner: str, n_classes: int):
         super().__init__(owner)
-        self.n_classes = n_classes
+        self.n_classes = self.capacity = n_classes
         self._index = LabelIndex(owner, n_classes)
 
     @property
@@ -438,7 +446,7 @@ class MultiLabelTargets(Targets):
 
     def __init__(self, owner: str, max_labels: int):
         super().__init__(owner)
-        self.max_labels = max_labels
+        self.max_labels = self.capacity = max_labels
         self._index = LabelIndex(owner, max_labels)
 
     @property
@@ -721,13 +729,9 @@ class Learner(abc.ABC):
         return [v for v in vars(self).values() if isinstance(v, np.ndarray)]
 
     def _label_bytes(self) -> int:
-        """The label table's share of the budget: ``LABEL_BYTES`` per label it may hold."""
-        targets = self.targets
-        if isinstance(targets, MulticlassTargets):
-            return LABEL_BYTES * targets.n_classes
-        if isinstance(targets, MultiLabelTargets):
-            return LABEL_BYTES * targets.max_labels
-        return 0
+        """The label table's share of the budget: ``LABEL_BYTES`` per label it may
+        hold (a binary learner's two labels are counted too)."""
+        return LABEL_BYTES * self.targets.capacity
 
     def memory_bytes(self) -> int:
         """The learner's fixed budget in bytes: its arrays, its label table and
