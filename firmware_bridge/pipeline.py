@@ -80,7 +80,7 @@ from typing import Any, NamedTuple
 
 import edgelearn
 from edgelearn._validation import check_number
-from edgelearn.constraints import InstanceOf, Interval, Options, check_params
+from edgelearn.constraints import InstanceOf, Interval, OneOf, Options, check_params
 from edgelearn.learners.base import BinaryTargets
 from edgelearn.metrics import ClassificationMetrics, MultiLabelMetrics
 
@@ -307,7 +307,7 @@ class Pipeline:
     #: What the parameters the pipeline checks itself may be (edgelearn.constraints);
     #: the learner's are its own, the label table's are PendingLabels'.
     _parameter_constraints = {
-        "topics": InstanceOf(Topics, description="a Topics"),
+        "topics": OneOf(Options(None), InstanceOf(Topics, description="a Topics")),
         "limits": InstanceOf(Limits, description="a Limits", example=Limits),
         "max_streams": Interval(int, 1, None),
         "label_policy": Options(*LABEL_POLICIES),
@@ -334,12 +334,12 @@ class Pipeline:
         log_interval_s: float = 60.0,
     ):
         checked = check_params("Pipeline", {
-            "topics": Topics() if topics is None else topics, "limits": limits,
+            "topics": topics, "limits": limits,
             "max_streams": max_streams, "label_policy": label_policy,
             "prediction_qos": prediction_qos, "label_request_qos": label_request_qos,
         }, self._parameter_constraints)
         owner = "Pipeline"
-        self.topics = checked["topics"]
+        self.topics = Topics() if topics is None else topics
         self.limits = limits
         self.max_streams = checked["max_streams"]
         self.label_policy = checked["label_policy"]

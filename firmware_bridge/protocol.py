@@ -62,7 +62,6 @@ from typing import Any, ClassVar, Union
 import msgpack
 import numpy as np
 
-from edgelearn._validation import check_number
 from edgelearn.constraints import Interval, check_params
 
 __all__ = [

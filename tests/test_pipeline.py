@@ -546,3 +546,22 @@ def test_word_labels_end_to_end(kind):
     assert counts["unusable_label"] == 0 and counts["learned"] > 0
     assert set(on_wire[-200:]) == {"occupied", "empty"}
     assert pipeline.learner("room").classes == ["empty", "occupied"]
+
+
+def test_declared_constraints_of_the_channel_space_limits_and_pipeline():
+    """Every invalid value a declared constraint names is refused by name, in the
+    one message format (the learners' are checked by edgelearn.check_learner)."""
+    from edgelearn import ChannelSpace
+    from edgelearn.constraints import format_value
+    from firmware_bridge.protocol import Limits
+
+    owners = [("ChannelSpace", ChannelSpace, {}), ("Limits", Limits, {}),
+              ("Pipeline", Pipeline, {"learner_kind": "pa"})]
+    for owner, build, required in owners:
+        for name, constraint in build._parameter_constraints.items():
+            for bad in constraint.invalid_values():
+                with pytest.raises((TypeError, ValueError)) as info:
+                    build(**required, **{name: bad})
+                message = str(info.value)
+                assert message.startswith(f"The '{name}' parameter of {owner} must be "), message
+                assert message.endswith(f"Got {format_value(bad)}."), message
