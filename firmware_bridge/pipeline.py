@@ -33,7 +33,7 @@ Whenever a data message carries ``"y"``, the prediction made before any learning
 scored against it in the stream's prequential :class:`ClassificationMetrics`, so a
 replay reports accuracy, F1 and query rate.
 
-Multi-label streams (a learner with ``multilabel = True``, e.g. ``kelm_multilabel``):
+Multi-label streams (a learner whose ``task`` is ``"multilabel"``, e.g. ``kelm_multilabel``):
 
 * a label is a *label set*, a map of label name to bool, in a data message's ``"y"``
   and in a label answer; a name it leaves out is missing (not learned, not scored);

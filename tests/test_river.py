@@ -6,6 +6,7 @@ in edgelearn or the gateway imports River on its own.
 """
 
 import copy
+import gzip
 import pickle
 import shutil
 import subprocess
@@ -29,7 +30,12 @@ def river_music(tmp_path, monkeypatch):
     project already has (same file, same columns), put where River looks."""
     target = tmp_path / "Music" / "music.csv"
     target.parent.mkdir()
-    shutil.copy(edgelearn_datasets.datasets_dir() / "emotions.csv", target)
+    source = edgelearn_datasets.datasets_dir() / "emotions.csv.gz"
+    if source.is_file():
+        with gzip.open(source, "rb") as compressed, open(target, "wb") as plain:
+            shutil.copyfileobj(compressed, plain)
+    else:
+        shutil.copy(source.with_suffix(""), target)
     monkeypatch.setenv("RIVER_DATA", str(tmp_path))
     assert datasets.Music().is_downloaded
 
