@@ -57,7 +57,7 @@ import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Union
+from typing import Any, Union
 
 import msgpack
 import numpy as np
@@ -340,19 +340,6 @@ class Limits:
     max_label_bytes: int = 64
     max_request_id_bytes: int = 64
 
-    #: What each limit may be (edgelearn.constraints); the cross-limit rules follow.
-    _parameter_constraints: ClassVar[dict] = {
-        "max_payload_bytes": Interval(int, 1, None),
-        "max_channels": Interval(int, 1, None),
-        "max_channel_name_bytes": Interval(int, 1, None),
-        "max_string_bytes": Interval(int, 1, None),
-        "max_container_len": Interval(int, 1, None),
-        "max_depth": Interval(int, 2, None),
-        "max_stream_id_bytes": Interval(int, 1, None),
-        "max_label_bytes": Interval(int, 1, None),
-        "max_request_id_bytes": Interval(int, 1, None),
-    }
-
     def __post_init__(self) -> None:
         check_params("Limits", {f.name: getattr(self, f.name) for f in fields(self)},
                      self._parameter_constraints)
@@ -369,6 +356,20 @@ class Limits:
                 f"({self.max_container_len}). Got {self.max_channels}."
             )
 
+
+# What each limit may be (edgelearn.constraints); __post_init__ adds the cross-limit
+# rules. Set on the class after it is made, so it is no dataclass field.
+Limits._parameter_constraints = {
+    "max_payload_bytes": Interval(int, 1, None),
+    "max_channels": Interval(int, 1, None),
+    "max_channel_name_bytes": Interval(int, 1, None),
+    "max_string_bytes": Interval(int, 1, None),
+    "max_container_len": Interval(int, 1, None),
+    "max_depth": Interval(int, 2, None),
+    "max_stream_id_bytes": Interval(int, 1, None),
+    "max_label_bytes": Interval(int, 1, None),
+    "max_request_id_bytes": Interval(int, 1, None),
+}
 
 DEFAULT_LIMITS = Limits()
 
