@@ -116,7 +116,8 @@ def replay_records(
     """Run ``records`` (``LogRecord``-like: ``topic``, ``payload``, ``received_at``)
     through ``pipeline`` and return, per stream, which path ran it (``"jitted"`` or
     ``"per-message: why"``) and, with ``keep_predictions``, its predictions, scores
-    and queries as the prediction messages carried them.
+    and queries as the prediction messages carried them; ``records``: how many
+    records were read.
 
     ``pipeline`` ends as :meth:`Pipeline.handle` over the same records would leave
     it. ``jit=False`` runs every stream on the per-message path. ``progress(record,
@@ -137,7 +138,7 @@ def replay_records(
             if progress is not None and count % 4096 == 0:
                 progress(record, count)
         return {"paths": dict.fromkeys(pipeline.streams, f"per-message: {why_not}"),
-                "outputs": outputs}
+                "outputs": outputs, "records": count}
 
     rows: dict[str, _Rows] = {}
     topics, limits, rejects = pipeline.topics, pipeline.limits, pipeline._rejects
@@ -172,7 +173,7 @@ def replay_records(
             paths[name] = "per-message: its messages list channels in differing orders"
         if kept is not None:
             outputs[name] = kept
-    return {"paths": paths, "outputs": outputs}
+    return {"paths": paths, "outputs": outputs, "records": count}
 
 
 def _keep_outputs(outputs: dict, out: list, pipeline: Pipeline) -> None:
