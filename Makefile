@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 
 RESULTS := paacds pafe synthesis kelm ensemble
-BENCHES := replay kelm gateway
+BENCHES := replay kelm gateway log-replay
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
 .PHONY: setup demo test bench results clean
@@ -33,6 +33,9 @@ bench: $(BENCHES:%=bench-%)
 bench-gateway: setup
 	sh tools/ensure_mosquitto.sh
 	$(PY) tools/bench_gateway.py
+
+bench-log-replay: setup
+	$(PY) tools/bench_log_replay.py
 
 bench-%: setup
 	$(PY) tools/bench_$*.py

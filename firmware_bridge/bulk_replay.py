@@ -45,6 +45,10 @@ __all__ = ["JITTED_KINDS", "jitted_path", "replay_records"]
 #: Learner kinds with a jitted log loop, and the condition under which it is used.
 JITTED_KINDS = {"paacds": "binary (n_classes=2), label policy from_data or all"}
 
+#: Messages of one stream kept before they are run (memory stays bounded over
+#: a month of logs; the learner's state carries over from chunk to chunk).
+CHUNK = 65_536
+
 #: The label policies under which no label request is ever issued, so a stream's
 #: learning depends on its own messages only.
 _OFFLINE_POLICIES = ("from_data", "all")
@@ -112,12 +116,14 @@ def replay_records(
     jit: bool = True,
     keep_predictions: bool = False,
     progress: Callable[[Any, int], None] | None = None,
+    chunk: int = CHUNK,
 ) -> dict[str, Any]:
     """Run ``records`` (``LogRecord``-like: ``topic``, ``payload``, ``received_at``)
     through ``pipeline`` and return, per stream, which path ran it (``"jitted"`` or
     ``"per-message: why"``) and, with ``keep_predictions``, its predictions, scores
     and queries as the prediction messages carried them; ``records``: how many
-    records were read.
+    records were read. A stream is run every ``chunk`` of its messages, so memory
+    does not grow with the log.
 
     ``pipeline`` ends as :meth:`Pipeline.handle` over the same records would leave
     it. ``jit=False`` runs every stream on the per-message path. ``progress(record,
@@ -162,18 +168,30 @@ def replay_records(
                 continue
             target = rows[message.stream] = _Rows()
         target.add(message, record.received_at)
+        if len(target.messages) >= chunk:
+            _flush(pipeline, message.stream, target, paths, outputs, keep_predictions)
+            rows[message.stream] = _Rows()
 
     for name, stream_rows in rows.items():
-        columns = stream_rows.columns()
-        if columns is not None:
-            kept = _run_jitted(pipeline, name, stream_rows, columns, keep_predictions)
-            paths[name] = "jitted"
-        else:
-            kept = _run_per_message(pipeline, name, stream_rows, keep_predictions)
-            paths[name] = "per-message: its messages list channels in differing orders"
-        if kept is not None:
-            outputs[name] = kept
+        _flush(pipeline, name, stream_rows, paths, outputs, keep_predictions)
     return {"paths": paths, "outputs": outputs, "records": count}
+
+
+def _flush(pipeline: Pipeline, name: str, rows: _Rows, paths: dict, outputs: dict, keep: bool) -> None:
+    """Run one stream's kept messages: jitted if their channel orders agree."""
+    columns = rows.columns()
+    if columns is not None:
+        kept = _run_jitted(pipeline, name, rows, columns, keep)
+        path = "jitted"
+    else:
+        kept = _run_per_message(pipeline, name, rows, keep)
+        path = "per-message: its messages list channels in differing orders"
+    if paths.get(name, "jitted") == "jitted":  # one chunk per message: the stream says so
+        paths[name] = path
+    if kept is not None:
+        so_far = outputs.setdefault(name, {"y": [], "score": [], "ask": []})
+        for key in so_far:
+            so_far[key].extend(kept[key])
 
 
 def _keep_outputs(outputs: dict, out: list, pipeline: Pipeline) -> None:
@@ -216,13 +234,13 @@ def _run_jitted(pipeline: Pipeline, name: str, rows: _Rows, names: list[str], ke
 
     # Labels: which rows carry one the stream can take (the pipeline's rule, with
     # its own label bookkeeping), and a code per distinct label.
-    sides = BinaryTargets(name)
+    sides = stream.sides  # the pipeline's own record of the stream's two labels
     codes = np.full(n, -1.0)
     code_of: dict = {}
     labels: list = []
     truth = np.zeros(n, dtype=np.int8)  # 0: no label scored, 1/2: negative/positive
     # (from row, sides.labels, sides' state): what the stream's labels were from a row on
-    side_labels: list[tuple[int, list, list]] = [(-1, [], sides.to_state())]
+    side_labels: list[tuple[int, list, list]] = [(-1, sides.labels, sides.to_state())]
     unusable = 0
     for i, message in enumerate(messages):
         y = message.y
@@ -312,8 +330,9 @@ def _run_jitted(pipeline: Pipeline, name: str, rows: _Rows, names: list[str], ke
     metrics = stream.metrics
     scored = np.flatnonzero(truth)
     state_index = 0
-    known: list = []
+    known = side_labels[0][1]
     checker = BinaryTargets(name)
+    checker.load(side_labels[0][2])
     update = metrics.update
     for i in scored.tolist():
         while state_index + 1 < len(side_labels) and side_labels[state_index + 1][0] <= i:

@@ -117,6 +117,17 @@ def test_jitted_log_replay_equals_the_live_pipeline(seed, labels, policy):
     _assert_same(live, bulk)
 
 
+def test_chunks_carry_the_state_over():
+    records = _log_records(7, n=2500)
+    live, bulk = _pipeline(), _pipeline()
+    ran = replay_records(live, records, jit=False, keep_predictions=True)
+    chunked = replay_records(bulk, records, keep_predictions=True, chunk=97)
+    assert ran["outputs"] == chunked["outputs"]
+    _assert_same(live, bulk)
+    for name in live.streams:  # the scoring's own record of the labels, too
+        assert live._streams[name].sides.to_state() == bulk._streams[name].sides.to_state()
+
+
 def test_a_stream_with_channels_in_differing_orders_takes_the_per_message_path():
     records = [LogRecord("sensors/s/data", float(i), encode_data(
         float(i), i, {"a": 1.0 * i, "b": 2.0} if i % 2 else {"b": 2.0, "a": -1.0 * i}, i % 3 == 0))
