@@ -136,11 +136,12 @@ def render(args, n, array, jitted, per_message, fanout, command) -> str:
         f"jitted log {', '.join(f'{v:.3f}' for v in jitted['all_cpu_s'])}; "
         f"per message {', '.join(f'{v:.3f}' for v in per_message['all_cpu_s'])}.",
         "",
-        "The accuracies differ from the array's because the log path is the gateway's: a row",
-        "whose label the learner does not ask for is not learned, and a learner that knows no",
-        "label predicts the neutral answer (as in the array replay), but the pipeline scores",
-        "every labelled message, where the gap lies in where decoding stops: most of the",
-        "log path's time is `parse_message` (the gateway's validation, in Python, per message).",
+        "The jitted log replay's accuracy is the array replay's: the same rows, the same",
+        "queries, the same loop. The per-message row covers the first "
+        f"{per_message['n']:,} instances only. Most",
+        "of the jitted log path's CPU time is decoding: the gateway's `parse_message` (its",
+        "validation and limits, in Python, once per message); the loop itself costs what the",
+        "array replay costs.",
     ]
     if fanout:
         base = fanout[0]["wall_s"]
