@@ -200,7 +200,7 @@ _SCHEMA: dict[str, dict[str, _Key]] = {
         "interval_seconds": _Key("float", 600.0, 1, 7 * 86_400),
     },
     "learner": {
-        "kind": _Key("choice", "paacds", choices=tuple(edgelearn.KINDS)),
+        "kind": _Key("choice", edgelearn.DEFAULT_KIND, choices=tuple(edgelearn.KINDS)),
     },
 }
 # Tables whose keys are free-form (checked by whoever takes them).
@@ -231,7 +231,7 @@ class GatewayConfig:
     label_request_qos: int = 1
     checkpoint_dir: str = "/var/lib/edgelearn/state"
     checkpoint_interval_s: float = 600.0
-    learner_kind: str = "paacds"
+    learner_kind: str = edgelearn.DEFAULT_KIND
     learner_params: dict = field(default_factory=dict)
     source: str = ""
 

@@ -54,6 +54,13 @@ LEARNERS = [
         lambda: edgelearn.OnlineEnsemble(base="pa", chunk_size=10, n_members=4, reservoir_size=0, alpha=0.5),
         lambda v: 1 if v > 0 else -1,
     ),
+    ("ActiveAROW", lambda: edgelearn.ActiveAROW(seed=8), lambda v: v > 0),
+    (
+        "ActiveAROW-3-fixed",
+        lambda: edgelearn.ActiveAROW(n_classes=3, target_query_rate=None, threshold=2.0, query_power=1.0,
+                                     learn_intercept=False, seed=9),
+        lambda v: "low" if v < -0.5 else ("mid" if v < 0.5 else "high"),
+    ),
     # Multi-label learners take and predict label sets (dicts of name to bool).
     (
         "MultiLabelKELM",
@@ -147,6 +154,12 @@ BAD_PARAMS = {
         ("beta", 1.0, ValueError), ("alpha", -1.0, ValueError), ("reservoir_size", -1, ValueError),
         ("C", 0.0, ValueError), ("gamma", float("inf"), ValueError), ("var_floor", 0, ValueError),
         ("n_classes", 1, ValueError), ("capacity", True, TypeError), ("seed", -1, ValueError),
+    ],
+    "ActiveAROW": [
+        ("r", 0, ValueError), ("query_power", "5", TypeError), ("target_query_rate", 0, ValueError),
+        ("threshold", 1e7, ValueError), ("budget_gain", -1.0, ValueError), ("learn_intercept", 1, TypeError),
+        ("n_classes", 1, ValueError), ("capacity", 0, ValueError), ("evict_after", 0.5, TypeError),
+        ("seed", -1, ValueError),
     ],
     "MultiLabelKELM": [
         ("window", 0, ValueError), ("block_size", 300, ValueError), ("max_unlabelled", 5, ValueError),
