@@ -1,6 +1,6 @@
 """Slow, plain references for the jitted kernels in ``edgelearn.kernels``.
 
-Written from /work/shared/ALGORITHMS.md and the kernels' docstrings, not from
+Written from docs/learners.md and the kernels' docstrings, not from
 the kernels' code, so that a test comparing the two compares two independent
 readings.  Every function works on copies and returns new values; state is
 passed as dicts of arrays:
@@ -233,7 +233,7 @@ def _tau(loss, denom, C, variant_i):
 def learn_binary(slots, z, y, model, C, variant_i, learn_intercept=False):
     """PAACDS / PAACDS-I update for y in {-1, +1} with the current model.
     Returns ``(new_model, updated)``, updated meaning the loss was positive
-    (ALGORITHMS.md step 5; step 6 sparsifies after each such update).
+    (docs/learners.md, PAACDS step 5; step 6 sparsifies after each such update).
     The margin includes the bias b; with ``learn_intercept`` the bias is a
     constant feature 1, always shared and not weighted by p_s: its square
     adds 1 to the denominator and it moves by ``tau y``."""
@@ -293,11 +293,11 @@ def learn_multiclass(slots, z, y, n_known, model, C, variant_i, learn_intercept=
     return model, True, out
 
 
-def sparsify(model, n_slots, lam, B, max_weights):
+def sparsify(model, n_slots, lam, B, max_weights, tie_key=None):
     """Scale to ``sum |W| h <= lam`` (all rows; lam <= 0: off), then keep the
     ``min(max(1, ceil(B n_active)), max_weights)`` active slots with the
-    largest ``max_c |W[c, i]| h[i]``, ties to the lower slot; the others
-    leave the model with weight 0."""
+    largest ``max_c |W[c, i]| h[i]``, ties to the smaller ``tie_key`` (default:
+    the lower slot); the others leave the model with weight 0."""
     model = _copy(model)
     W, active, h = model["W"], model["active"], model["h"]
     slots = [i for i in range(n_slots) if active[i]]
@@ -307,7 +307,8 @@ def sparsify(model, n_slots, lam, B, max_weights):
             W[:, slots] *= min(1.0, lam / total)
     keep = min(max(1, math.ceil(B * len(slots))), max_weights)
     score = np.array([np.max(np.abs(W[:, i])) * h[i] for i in slots])
-    order = np.argsort(-score, kind="stable")
+    keys = np.arange(float(n_slots)) if tie_key is None else np.asarray(tie_key)
+    order = np.lexsort(([keys[i] for i in slots], -score)) if slots else np.zeros(0, dtype=np.int64)
     for j in order[keep:]:
         W[:, slots[j]] = 0.0
         active[slots[j]] = False
@@ -549,7 +550,7 @@ def block_diagonal_from_local(L_local, block, n):
 
 class KELMReference:
     """The multi-label KELM window rebuilt from scratch at every question,
-    from ALGORITHMS.md and MultiLabelKELM's docstring: lists of instances,
+    from docs/learners.md and MultiLabelKELM's docstring: lists of instances,
     each block's similarity graphs kept whole, the window's Laplacians those
     of the graphs among the members still there, Omega inverted by NumPy.
 
@@ -673,7 +674,7 @@ class KELMReference:
 
 
 class OnlineEnsembleReference:
-    """AC_OE read from ALGORITHMS.md with lists and NumPy, instance by
+    """AC_OE read from docs/learners.md with lists and NumPy, instance by
     instance.  Instances are dense rows ``x`` (0 where absent) with a boolean
     ``present`` row; classes are indices.  Members are dicts
     ``{"model", "weight", "errors", "born"}`` in the order they were first

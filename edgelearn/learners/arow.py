@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 
-from .._validation import check_bool, check_number
+from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
 from ..kernels.rng import new_state
-from .base import Decision, LabelIndex, Learner, binary_sign
+from .base import Decision, Learner, softmax_proba
 
 #: Variance of a weight never learned.  Only its ratio to ``r`` matters (AROW's
 #: steps are unchanged when both are scaled alike), so ``r`` alone is the knob.
@@ -89,8 +89,9 @@ class ActiveAROW(Learner):
     for a binary learner, the predictive probability of a probit model whose
     weights follow the belief.  The belief is AROW's, which is not a
     posterior fit to the data's noise, so these numbers rank instances well
-    but are not calibrated frequencies; a multiclass learner normalizes its
-    rows' numbers to sum to 1.
+    but are not calibrated frequencies.  A multiclass learner gives the
+    softmax of its one-vs-rest margins (the predicted class is the most
+    probable; not calibrated either).
 
     The defaults ``r = 30``, ``query_power = 5`` were chosen on the
     project's 13 binary tasks with seeds 1000-1002, which no results page
@@ -99,7 +100,7 @@ class ActiveAROW(Learner):
     Memory bound: ``16 * rows * (capacity + 2) + 8`` bytes for the
     model (``rows = 1`` if binary, else ``n_classes``: mean and variance of
     each weight and intercept, score scratch, the generator state), plus
-    64 bytes per class label, plus its ChannelSpace.
+    64 bytes per label it may hold (2 if binary), plus its ChannelSpace.
 
     Examples
     --------
@@ -121,6 +122,22 @@ class ActiveAROW(Learner):
     accuracy 0.90 with 20% of the labels
     """
 
+    supports_binary = True
+    supports_multiclass = True
+    asks_selectively = True
+    _parameter_constraints = {
+        "r": Interval(float, 0, None, closed="right"),
+        "query_power": Interval(float, 0, None, closed="right"),
+        "target_query_rate": OneOf(Options(None), Interval(float, 0, 1, closed="right")),
+        "threshold": Interval(float, K.THRESHOLD_MIN, K.THRESHOLD_MAX),
+        "budget_gain": Interval(float, 0, None, closed="right"),
+        "learn_intercept": Boolean(),
+        "n_classes": Interval(int, 2, None),
+        "capacity": Interval(int, 1, None),
+        "evict_after": Interval(int, 1, None),
+        "seed": Interval(int, 0, 2**64 - 1),
+    }
+
     def __init__(
         self,
         r: float = 30.0,
@@ -134,29 +151,7 @@ class ActiveAROW(Learner):
         evict_after: int = 1000,
         seed: int = 0,
     ):
-        owner = type(self).__name__
-        check_number("r", r, owner, 0, None, low_open=True)
-        check_number("query_power", query_power, owner, 0, None, low_open=True)
-        if target_query_rate is not None:
-            check_number("target_query_rate", target_query_rate, owner, 0, 1, low_open=True)
-        check_number("threshold", threshold, owner, K.THRESHOLD_MIN, K.THRESHOLD_MAX)
-        check_number("budget_gain", budget_gain, owner, 0, None, low_open=True)
-        check_bool("learn_intercept", learn_intercept, owner)
-        check_number("n_classes", n_classes, owner, 2, None, integer=True)
-        check_number("capacity", capacity, owner, 1, None, integer=True)
-        check_number("evict_after", evict_after, owner, 1, None, integer=True)
-        check_number("seed", seed, owner, 0, 2**64 - 1, integer=True)
-        self.r = r
-        self.query_power = query_power
-        self.target_query_rate = target_query_rate
-        self.threshold = threshold
-        self.budget_gain = budget_gain
-        self.learn_intercept = learn_intercept
-        self.n_classes = n_classes
-        self.capacity = capacity
-        self.evict_after = evict_after
-        self.seed = seed
-
+        self._set_params(locals())
         self._init_channels(capacity, evict_after)
         rows = 1 if n_classes == 2 else n_classes
         self.W = np.zeros((rows, capacity), dtype=np.float64)
@@ -168,80 +163,62 @@ class ActiveAROW(Learner):
         self._m = np.zeros(rows, dtype=np.float64)
         self._v = np.zeros(rows, dtype=np.float64)
         self._current_threshold = float(threshold)
-        self._labels = LabelIndex(owner, n_classes)
+        self._init_targets(n_classes)
         self._r = float(r)
-
-    @property
-    def binary(self) -> bool:
-        return self.n_classes == 2
+        self._u = 0.0  # the last scored instance's |margin| / sd, for _ask
 
     @property
     def current_threshold(self) -> float:
         """``threshold`` as the budget control has left it."""
         return self._current_threshold
 
-    @property
-    def classes(self) -> list:
-        """Multiclass labels seen so far, in index order."""
-        return list(self._labels.labels)
-
     # -- protocol hooks -------------------------------------------------------
 
     def decide_one(self, x: dict) -> Decision:
         slots, z = self.channels.observe(x, True)
-        K.scores(slots, z, len(slots), self.W, self.S, self.b, self.Sb, self._m, self._v)
-        label, margin, normalized = self._label_and_margin()
-        return Decision(label, margin, self._ask(normalized), slots, z)
+        label, margin = self._predict(slots, z)
+        return Decision(label, margin, self._ask(margin), slots, z)
 
     def _score(self, slots, z):
+        """The prediction's code (binary: margin > 0, a zero margin predicts the
+        negative label as River does; multiclass: the best known row, -1 for
+        none) and its margin; leaves every row's margin and variance in
+        scratch and the normalized margin in ``_u``."""
         K.scores(slots, z, len(slots), self.W, self.S, self.b, self.Sb, self._m, self._v)
-        label, margin, _ = self._label_and_margin()
-        return label, margin
-
-    def _label_and_margin(self):
-        n_known = len(self._labels.labels)
-        margin, normalized = K.confidence(self._m, self._v, n_known, self.binary)
+        n_known = len(self.targets.labels)
+        margin, self._u = K.confidence(self._m, self._v, n_known, self.binary)
         if self.binary:
-            # A zero margin (an untrained model) predicts False, as River does.
-            return margin > 0.0, margin, normalized
+            return margin > 0.0, margin
         if n_known == 0:
-            return None, margin, normalized
+            return -1, margin
         best, _ = K.best_two(self._m, n_known)
-        return self._labels.labels[best], margin, normalized
+        return best, margin
 
-    def _ask(self, normalized: float) -> bool:
-        asked = bool(K.draw_query(normalized, self._current_threshold, float(self.query_power), self.rng_state))
+    def _ask(self, margin: float) -> bool:
+        # The rule reads the normalized margin _score left, not the raw one.
+        asked = bool(K.draw_query(self._u, self._current_threshold, float(self.query_power), self.rng_state))
         if self.target_query_rate is not None:
             self._current_threshold = float(
                 K.adapt_threshold(self._current_threshold, asked, self.target_query_rate, self.budget_gain)
             )
         return asked
 
-    def predict_proba_one(self, x: dict) -> dict:
-        """Class probabilities of ``x`` (see "Calibration" above); nothing is
-        learned.  Binary: ``{True: p, False: 1 - p}``; multiclass: the known
-        classes (an empty dict before the first label)."""
-        slots, z = self.channels.transform(x, True)
-        K.scores(slots, z, len(slots), self.W, self.S, self.b, self.Sb, self._m, self._v)
+    def _proba(self, margin: float):
+        """Binary: P(positive) = ``Phi(m / sqrt(1 + v))``; multiclass: the
+        softmax of the known rows' margins (see "Calibration" above)."""
         if self.binary:
-            p = _probit(self._m[0], self._v[0])
-            return {True: p, False: 1.0 - p}
-        labels = self._labels.labels
-        raw = [_probit(self._m[c], self._v[c]) for c in range(len(labels))]
-        total = sum(raw)
-        if total <= 0.0:
-            return {label: 1.0 / len(labels) for label in labels}
-        return {label: p / total for label, p in zip(labels, raw)}
+            return _probit(self._m[0], self._v[0])
+        return softmax_proba(self._m, len(self.targets.labels))
 
     def learn(self, slots, z, y) -> None:
         """Learn label ``y`` of the instance whose features are ``(slots, z)``
         (from :meth:`decide_one`), with the model as it is now."""
         k = len(slots)
         if self.binary:
-            K.learn_row(slots, z, k, binary_sign(y, "ActiveAROW"), self.W, self.S, self.b, self.Sb, 0, self._r)
+            K.learn_row(slots, z, k, self.targets.sign(y), self.W, self.S, self.b, self.Sb, 0, self._r)
         else:
-            c = self._labels.index(y)
-            K.learn_multiclass(slots, z, k, c, len(self._labels.labels), self.W, self.S, self.b, self.Sb, self._r)
+            c = self.targets.index(y)
+            K.learn_multiclass(slots, z, k, c, len(self.targets.labels), self.W, self.S, self.b, self.Sb, self._r)
 
     def _forget_slot(self, slot: int) -> None:
         K.forget_slot(slot, self.W, self.S, _PRIOR_VAR)
@@ -258,10 +235,6 @@ class ActiveAROW(Learner):
     def _load_learned(self, learned: dict) -> None:
         super()._load_learned(learned)
         self._current_threshold = float(learned["threshold"])
-
-    def memory_bytes(self) -> int:
-        # The class table holds at most n_classes labels; count 64 bytes each.
-        return super().memory_bytes() + (0 if self.binary else 64 * self.n_classes)
 
 
 def _probit(m: float, v: float) -> float:
