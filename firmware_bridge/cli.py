@@ -96,16 +96,19 @@ def _resolve_learner(args) -> None:
 
         args.learner = DEFAULT_KIND
     args.set = list(base.items()) + list(args.set or [])
-    if (args.learner in _active_kinds() and args.label_budget is None
+    if (args.learner in _active_kinds(single_label=True) and args.label_budget is None
             and "target_query_rate" not in dict(args.set)):
         args.label_budget = 0.1
 
 
-def _active_kinds() -> list[str]:
-    """The learner kinds that ask for labels at a rate (``target_query_rate``)."""
-    from edgelearn import DEFAULT_KIND, KINDS
+def _active_kinds(single_label: bool = False) -> list[str]:
+    """The learner kinds that ask for labels at a rate (``target_query_rate``);
+    with ``single_label``, those of binary and multiclass streams only (the
+    ones ``replay`` gives a 10% budget by default)."""
+    from edgelearn import KINDS
 
-    return [kind for kind, cls in KINDS.items() if "target_query_rate" in cls._param_names()]
+    return [kind for kind, cls in KINDS.items() if "target_query_rate" in cls._param_names()
+            and cls.asks_selectively and not (single_label and cls.supports_multilabel)]
 
 
 def _learner_params(args) -> dict:
@@ -607,7 +610,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a learner parameter, e.g. --set C=0.5 --set variant=PAACDS-I (repeatable)")
     replay.add_argument("--label-budget", type=float, default=None, metavar="FRACTION",
                         help="fraction of labels the learner may ask for (active learners: %s; "
-                             "default 0.1)" % ", ".join(_active_kinds()))
+                             "default 0.1 for %s)" % (", ".join(_active_kinds()),
+                                                      " and ".join(_active_kinds(single_label=True))))
     replay.add_argument("--policy", choices=("from_data", "all"), default="from_data",
                         help="from_data: learn a recorded label only when asked (default); all: learn every label")
     replay.add_argument("--label", default=None, metavar="COLUMN",
