@@ -437,7 +437,8 @@ def render(summaries, verdict, discounts, args, argv, wall) -> str:
         ref = total[RIVER_LR]
         lines.extend([
             "CPU time per instance (process time of the whole prequential loop: the dict path, but "
-            "PAACDS's jitted replay), and as a ratio to River LR (all labels) in the same run: "
+            "PAACDS's jitted replay; each run timed when it ran, possibly in an earlier invocation "
+            "whose result is cached), and as a ratio to River LR (all labels): "
             + "; ".join(f"{m} {1e6 * v:.1f} µs ({v / ref:.2f}x)" for m, v in total.items()) + ".",
             "",
         ])
