@@ -54,7 +54,8 @@ class ChannelSpace:
         Longest channel name accepted (in characters); it bounds the memory
         of the name table.
 
-    Memory bound: ``capacity * (8 * 4 + 8 + max_name_length)`` bytes.
+    Memory bound: ``capacity * (8 * 5 + 8 + max_name_length)`` bytes (four statistics
+    and the name key per slot, the name table).
 
     Examples
     --------

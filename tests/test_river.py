@@ -150,3 +150,26 @@ def test_importing_edgelearn_after_river_registers_the_learners():
               isinstance(edgelearn.MultiLabelKELM(), river.base.MultiLabelClassifier))
     """)
     assert out == "True True"
+
+
+def test_paacds_key_order_does_not_change_a_prediction_on_phishing():
+    """Pruning ties go to the smaller hash of the channel name, not the lower slot
+    (slots follow first-seen key order): shuffling every instance's keys changes
+    none of the 1,250 decisions. With ties to the lower slot (commit cc7d094), this
+    same loop changed 112 predictions and 132 query decisions."""
+    import random
+
+    plain, shuffled = edgelearn.PAACDS(), edgelearn.PAACDS()
+    rng = random.Random(0)
+    changed = n = 0
+    for x, y in datasets.Phishing():
+        keys = list(x)
+        rng.shuffle(keys)
+        d1, d2 = plain.decide_one(x), shuffled.decide_one({k: x[k] for k in keys})
+        changed += d1.label != d2.label or d1.ask != d2.ask
+        n += 1
+        if d1.ask:
+            plain.learn(d1.slots, d1.z, y)
+        if d2.ask:
+            shuffled.learn(d2.slots, d2.z, y)
+    assert n == 1250 and changed == 0

@@ -24,7 +24,8 @@ class PA(Learner):
     predictions are in those labels.  It wants every label: ``decide_one``
     always asks.
 
-    Memory bound: ``8 * (capacity + 1)`` bytes plus its ChannelSpace.
+    Memory bound: ``8 * (capacity + 1) + 128`` bytes (weights, intercept, its
+    two labels at 64 bytes each) plus its ChannelSpace.
 
     Examples
     --------

@@ -89,10 +89,11 @@ class PAACDS(Learner):
     bounded step.  The bias is never sparsified, scaled by ``lam`` or
     forgotten with a slot.
 
-    Memory bound: ``8 * capacity * (rows + 7) + capacity + 16 * rows + 8``
+    Memory bound: ``8 * capacity * (rows + 9) + capacity + 16 * rows + 8``
     bytes for the model (``rows = 1`` if binary, else ``n_classes``: weights,
     biases and scores per row; information, its statistics and the
-    sparsity scratch per slot; the generator state) plus its ChannelSpace.
+    sparsity scratch per slot; the generator state), 64 bytes per label
+    (``n_classes``, two when binary), plus its ChannelSpace.
 
     Examples
     --------

@@ -141,7 +141,7 @@ class PAFE(Learner):
     max_new)`` bytes for the overlap's sums, the maps and their scratch, plus
     ``46 * capacity + 96`` bytes for the two models, the set masks and
     positions, the per-instance scratch, the ensemble weights, counters and
-    generator, plus its ChannelSpace.  The maps cover at most ``max_old``
+    generator, plus 128 bytes for its two labels and its ChannelSpace.  The maps cover at most ``max_old``
     old and ``max_new`` new channels, whatever the stream.
 
     Examples

@@ -80,7 +80,8 @@ class SynthesisNB(Learner):
     bytes (``rows = n_classes``: the naive Bayes and the centroids, each an
     instance count per class and a count, mean and variance per class and
     slot; the scores, the synthetic instance, the generator state), plus 64
-    bytes per class label when multiclass, plus its ChannelSpace.
+    bytes per class label (``n_classes`` of them, two when binary), plus its
+    ChannelSpace.
 
     Examples
     --------
