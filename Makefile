@@ -1,6 +1,6 @@
 # Two commands for a fresh machine (Debian/Ubuntu with python3 >= 3.11):
 #   make demo   set up .venv and replay the bundled sensor log (no broker needed)
-#   make test   set up .venv (+ mosquitto, for the broker tests) and run the tests
+#   make test   set up .venv (+ mosquitto and nats-server, for the broker tests) and run the tests
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -24,6 +24,7 @@ demo: setup
 
 test: setup
 	sh tools/ensure_mosquitto.sh
+	sh tools/ensure_nats.sh
 	$(PY) -m pytest -q
 
 # Each writes its page under docs/ (the page names its command and machine).
