@@ -103,8 +103,9 @@ def messages(
     total = n_rows - start if count is None else count
     if not loop:
         total = min(total, (n_rows - start) // len(streams) * len(streams))
-    mask = channel_outages(min(total, n_rows * 4), len(names), drop, reappear, seed)
-    rows_of_mask = mask.shape[0]
+    # Python lists: indexing a NumPy row per reading would cost more than the rest.
+    mask = channel_outages(min(total, n_rows * 4), len(names), drop, reappear, seed).tolist()
+    rows_of_mask = len(mask)
     values = X.tolist()
     for k in range(total):
         stream_index = k % len(streams)
