@@ -44,7 +44,7 @@ from edgelearn.constraints import (
 from .labels import PendingLabels
 from .mqtt import PROTOCOLS, MqttSettings, parse_broker
 from .pipeline import Pipeline
-from .protocol import DEFAULT_LIMITS, Limits, Topics
+from .protocol import Limits, Topics
 from .recorder import _PREFIX_PATTERN as _RECORDER_PREFIX
 from .recorder import LogWriter
 
@@ -148,7 +148,7 @@ def _limits() -> dict[str, Setting]:
         "max_stream_id_bytes": "UTF-8 bytes of the {stream} topic level",
         "max_label_bytes": "UTF-8 bytes of a str label or a multi-label name",
         "max_request_id_bytes": "UTF-8 bytes of a label answer's \"req\"",
-        "max_batch_readings": "readings in one batch message (docs/protocol-batches.md)",
+        "max_batch_readings": "readings in one batch message (docs/protocol.md, Batched readings)",
     }
     low = {"max_depth": 2}
     return {

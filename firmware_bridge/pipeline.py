@@ -28,7 +28,7 @@ For every inbound message:
 * a batch ``{"readings": [...]}`` on the data topic is read as its readings one after
   the other, each exactly as a data message; one prediction message
   ``{"predictions": [...]}`` answers the accepted ones, a bad reading is rejected and
-  counted alone (``docs/protocol-batches.md``);
+  counted alone (``docs/protocol.md``);
 
 * a label answer on ``edgelearn/{stream}/label`` is matched against the pending
   requests; only an answer to a pending, unexpired request of the same stream is

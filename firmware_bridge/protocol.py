@@ -15,7 +15,7 @@ network. Inbound bytes go through three steps, none of which raises to the calle
 
 :func:`parse_message` does all of it from an MQTT topic and payload.
 
-Inbound schemas (see ``DESIGN.md``)::
+Inbound schemas (docs/protocol.md has them all, with examples)::
 
     data   {"ts": number, "seq": int >= 0, "ch": {name: number, ...}, "y"?: label}
     batch  {"readings": [data, ...]}  (on the data topic; 1 to max_batch_readings)
@@ -33,7 +33,7 @@ A batch carries several readings of one stream (a sensor hub, a high-rate sensor
 one message: :func:`validate_batch` checks the batch itself (a bad ``"readings"``
 rejects the whole message) and then each reading as a data message on its own (a bad
 reading is rejected and counted by its reason; the others are kept). See
-``docs/protocol-batches.md``.
+``docs/protocol.md``.
 
 A label is a ``bool``, an ``int``, a ``str`` (printable, 1 to
 ``Limits.max_label_bytes`` bytes of UTF-8) or, for multi-label streams, a non-empty
