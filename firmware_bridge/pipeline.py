@@ -400,6 +400,10 @@ class Pipeline:
         self._asked = 0
         self._learned = 0
         self._batches = 0
+        self.on_learn: Callable[[str, int, Any, Any, Any], None] | None = None
+        """Called as ``on_learn(stream, n, slots, z, y)`` before a stream learns its
+        ``n``-th label (``n`` counts from 0, as the ``learned`` counter); the gateway
+        journals it there (:mod:`firmware_bridge.journal`)."""
         # The fast path (see handle): data topics of the streams that exist, names
         # that passed the rules, a decoder and an encoder set up once.
         self._data_topics: dict[str, _Stream] = {}
@@ -604,31 +608,42 @@ class Pipeline:
         stream.unusable_labels += 1
         self._reject("unusable_label", "stream %r: label %.40r: %s", stream.name, y, why)
 
-    def _learn(self, stream: _Stream, slots: Any, z: Any, y: Any) -> None:
+    def _learn(self, stream: _Stream, slots: Any, z: Any, y: Any) -> bool:
+        """Teach ``stream`` label ``y`` of the features ``(slots, z)``; return whether
+        it learned. ``on_learn`` (the gateway's label journal) hears of it first, so
+        a crash right after the update cannot lose it."""
+        if self.on_learn is not None:
+            self.on_learn(stream.name, stream.learned, slots, z, y)
         try:
             stream.learner.learn(slots, z, y)
         except ValueError as exc:
             self._unusable(stream, y, str(exc))
-            return
+            return False
         except TypeError as exc:
             self._reject("learner_error", "stream %r: learn(%.40r): %s", stream.name, y, exc)
-            return
+            return False
         self._learned += 1
         stream.learned += 1
+        return True
 
     def _handle_label(self, message: LabelMessage) -> None:
         self._label_messages += 1
-        result = self.labels.answer(message.req, message.stream)
+        labels = self.labels
+        # Looked up, not closed: an answer the stream's learner cannot take leaves the
+        # request open, so a correct answer sent after it (within the TTL) is learned.
+        result = labels.lookup(message.req, message.stream)
         if isinstance(result, PendingEntry):
             stream = self._streams.get(result.stream)
             if stream is None:  # restore() replaced the stream set; nothing to teach
+                labels.settle(result)
                 return
             problem = _label_problem(stream, message.y)
             if problem:
                 self._unusable(stream, message.y, problem)
                 return
             slots, z = result.features
-            self._learn(stream, slots, z, message.y)
+            if self._learn(stream, slots, z, message.y):
+                labels.settle(result)
             return
         self._log.warning(
             f"label_{result.value}",

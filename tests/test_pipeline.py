@@ -524,3 +524,45 @@ def test_an_ensemble_stream_asks_for_every_label_and_learns_the_answers():
     assert counts["learned"] == 600 and counts["label_answered"] == 600 and counts["rejected"] == 0
     assert pipeline.learner("room").members == 3
     assert sum(hits[-200:]) / 200 > 0.8
+
+
+@pytest.mark.parametrize("bad", [{"x": True}, "yes", 5, "a", -7])
+def test_an_unusable_answer_leaves_the_request_open_for_a_correct_one(bad):
+    pipeline, clock = make("pa", label_ttl_s=60.0)
+    out = pipeline.handle(*data("s1", 0, {"a": 1.0, "b": 2.0}), received_at=0.0)
+    (request,) = requests_in(out)
+    calls = spy_learn(pipeline, "s1")
+    pipeline.handle(*label("s1", request["req"], bad), received_at=0.0)
+    counts = pipeline.counters()
+    assert counts["unusable_label"] == 1 and counts["learned"] == 0
+    assert counts["label_pending"] == 1 and counts["label_answered"] == 0
+    # The correct answer right after it is learned, once.
+    clock.now += 59.0
+    pipeline.handle(*label("s1", request["req"], True), received_at=0.0)
+    pipeline.handle(*label("s1", request["req"], True), received_at=0.0)
+    counts = pipeline.counters()
+    assert [c[2] for c in calls] == [True]
+    assert counts["learned"] == 1 and counts["label_answered"] == 1
+    assert counts["label_duplicate"] == 1 and counts["label_pending"] == 0
+
+
+def test_an_unusable_answer_does_not_extend_the_ttl():
+    pipeline, clock = make("pa", label_ttl_s=60.0)
+    (request,) = requests_in(pipeline.handle(*data("s1", 0, {"a": 1.0}), received_at=0.0))
+    pipeline.handle(*label("s1", request["req"], "yes"), received_at=0.0)
+    clock.now += 60.0
+    pipeline.handle(*label("s1", request["req"], True), received_at=0.0)
+    counts = pipeline.counters()
+    assert counts["learned"] == 0 and counts["label_expired"] == 1
+
+
+def test_a_multiclass_answer_beyond_n_classes_leaves_the_request_open():
+    pipeline, _ = make("synthesis_nb", {"capacity": 8, "n_classes": 3})  # asks for all
+    for seq, y in enumerate("abc"):
+        pipeline.handle(*data("s1", seq, {"a": float(seq)}, y=y), received_at=0.0)
+    (request,) = requests_in(pipeline.handle(*data("s1", 3, {"a": 1.0}), received_at=0.0))
+    pipeline.handle(*label("s1", request["req"], "d"), received_at=0.0)  # a 4th class
+    assert pipeline.counters()["label_pending"] == 1
+    pipeline.handle(*label("s1", request["req"], "b"), received_at=0.0)
+    counts = pipeline.counters()
+    assert counts["learned"] == 4 and counts["label_answered"] == 1
