@@ -674,6 +674,35 @@ class Pipeline:
         entry = self._streams[stream]
         return entry.data + entry.learned
 
+    def layout(self, stream: str) -> tuple[int, int]:
+        """What ``stream``'s slots mean, as a pair that changes whenever its channel
+        map does: (channels assigned, channels evicted)."""
+        channels = self._streams[stream].learner.channels
+        return channels.n_assigned, channels.n_evicted
+
+    def relearn(self, stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any,
+                y: Any) -> str:
+        """Teach ``stream`` a journaled lesson (:mod:`firmware_bridge.journal`): its
+        ``n``-th label, with the features kept at prediction time. Returns
+        ``"replayed"``; ``"skipped"`` if the stream has learned it already (``n`` below
+        its ``learned`` count); ``"out_of_order"`` if an earlier one is missing;
+        ``"layout_mismatch"`` if the stream's channel map is not the one the slots
+        refer to; ``"failed"`` if the learner refuses it (as it did live)."""
+        entry = self._streams[stream]
+        if n < entry.learned:
+            return "skipped"
+        if n > entry.learned:
+            return "out_of_order"
+        if self.layout(stream) != tuple(layout):
+            return "layout_mismatch"
+        try:
+            entry.learner.learn(slots, z, y)
+        except (ValueError, TypeError):
+            return "failed"
+        self._learned += 1
+        entry.learned += 1
+        return "replayed"
+
     def metrics(self, stream: str) -> ClassificationMetrics:
         """The prequential metrics of ``stream`` (``KeyError`` if unknown)."""
         return self._streams[stream].metrics
