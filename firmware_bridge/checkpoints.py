@@ -25,6 +25,7 @@ __all__ = ["CheckpointStore", "checkpoint_path", "stream_of_checkpoint"]
 
 logger = logging.getLogger("firmware_bridge.checkpoints")
 
+_CLEAN_STOP = "clean-stop"  # written after the final checkpoint of a clean stop
 _PREFIX = "stream-"
 _SUFFIX = ".ckpt"
 # What edgelearn.state.save_checkpoint leaves behind when killed mid-write: its
@@ -83,6 +84,17 @@ class CheckpointStore:
             "failed": {},
             "stale_removed": self._remove_stale(),
         }
+        # Whether the last run stopped cleanly (its final checkpoints are current);
+        # the marker goes now, so a crash of this run leaves none.
+        marker = os.path.join(directory, _CLEAN_STOP)
+        self.clean_start = os.path.exists(marker)
+        if self.clean_start:
+            os.unlink(marker)
+
+    def mark_clean_stop(self) -> None:
+        """Record that every stream's checkpoint is current (after the final round)."""
+        with open(os.path.join(self.directory, _CLEAN_STOP), "wb"):
+            pass
 
     def _remove_stale(self) -> int:
         removed = 0

@@ -262,10 +262,15 @@ SCHEMA: dict[str, Section] = {
         "reconnect_min_delay_seconds": _feed(
             MqttSettings, "reconnect_min_delay_seconds", Interval(int, 1, 3600), """
             Reconnect backoff: the wait doubles from min to max after every failed
-            attempt (seconds; 1 to 3600 and up to 86400, min <= max)."""),
+            attempt (seconds; 1 to 3600 and up to 86400, min <= max). Every failed
+            attempt is counted ("connect_failures", beside "connect_attempts")."""),
         "reconnect_max_delay_seconds": _feed(
-            MqttSettings, "reconnect_max_delay_seconds", Interval(int, 1, 86_400),
-            "the longest wait between attempts"),
+            MqttSettings, "reconnect_max_delay_seconds", Interval(int, 1, 86_400), """
+            The longest wait between attempts: a broker (or link) that comes back is
+            noticed within this many seconds, so data waits no longer than that. The
+            trade-off: while the broker is away each gateway tries this often (a TCP
+            connection attempt per link, nothing more); a fleet of thousands against
+            one broker may want 30 to 60 to spread the reconnections out."""),
         "username": _feed(MqttSettings, "username", Text(),
                           "empty: connect without credentials"),
         "password_file": Setting(_PATH, """

@@ -125,6 +125,11 @@ class Gateway:
         if config.checkpoint_dir:
             self.checkpoints = CheckpointStore(config.checkpoint_dir)
             self.checkpoints.restore(self.pipeline)
+            if not self.checkpoints.clean_start:
+                # A crash: readings after these checkpoints were processed and
+                # acknowledged, so a gap counted from their last seq would be false.
+                for stream in self.checkpoints.report["restored"]:
+                    self.pipeline.forget_last_seq(stream)
         if config.journal_enabled:
             self._open_journal()
         self.recorder = config.make_recorder()
@@ -335,7 +340,8 @@ class Gateway:
             notifier.notify("WATCHDOG=1")
             self._next_watchdog = now + notifier.watchdog_interval_s / 3
         counters = self.pipeline.counters()
-        signature = (len(self.pipeline.streams), counters["rejected"], self.bridge.connected)
+        signature = (len(self.pipeline.streams), counters["rejected"], counters["seq_missing"],
+                     counters["seq_restarts"], self.bridge.connected)
         changed = self._status_changed or signature != self._last_signature
         if now >= self._next_status or (changed and now - self._last_status >= _STATUS_MIN_INTERVAL_S):
             self._last_signature = signature
@@ -405,6 +411,8 @@ class Gateway:
             logger.warning("%d message(s) left unacknowledged; the broker delivers them "
                            "again at the next start", left)
         self.checkpoint()
+        if self.checkpoints is not None and not self.checkpoint_failures:
+            self.checkpoints.mark_clean_stop()
         if self.checkpoint_failures:
             # What these streams learned since their last checkpoint is only in the
             # label journal (or lost, without one): the exit status says so.

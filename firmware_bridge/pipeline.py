@@ -126,6 +126,19 @@ PIPELINE_REJECTS: dict[str, str] = {
 }
 """Rejects decided by the pipeline rather than the wire protocol, with what they mean."""
 
+SEQUENCE_COUNTERS: tuple[str, ...] = (
+    "seq_missing", "seq_duplicates", "seq_out_of_order", "seq_restarts",
+)
+"""Per stream and in total: readings whose ``seq`` never came (gaps, counted once a
+later reading arrives; a late one that fills its gap takes itself off), ``seq``
+values that came again, ones that came after a later one, and sensor restarts (a
+``seq`` that starts again: 0, or more than :data:`SEQ_WINDOW` below the last)."""
+
+SEQ_WINDOW = 64
+"""How far back the pipeline remembers which ``seq`` values arrived (one int per
+stream): a reading within it that arrives late is out of order or a duplicate."""
+_WINDOW_MASK = (1 << SEQ_WINDOW) - 1
+
 # Label-table outcomes that are rejects (an answer that was not applied).
 _LABEL_REJECTS = tuple(f"label_{outcome.value}" for outcome in Outcome)
 
@@ -219,6 +232,11 @@ class _Stream:
         "learned",
         "unusable_labels",
         "last_seq",
+        "seq_window",
+        "seq_missing",
+        "seq_duplicates",
+        "seq_out_of_order",
+        "seq_restarts",
         "last_received_at",
     )
 
@@ -241,10 +259,16 @@ class _Stream:
         self.label_requests = 0
         self.learned = 0
         self.unusable_labels = 0
-        self.last_seq = -1
+        self.last_seq = -1  # -1: none yet, or unknown (restored after a crash)
+        self.seq_window = 0  # bit i: seq last_seq - i arrived (the last SEQ_WINDOW)
+        self.seq_missing = 0
+        self.seq_duplicates = 0
+        self.seq_out_of_order = 0
+        self.seq_restarts = 0
         self.last_received_at = math.nan
 
-    _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels")
+    _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels",
+                 *SEQUENCE_COUNTERS)
 
     def counters(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self._COUNTERS}
@@ -400,6 +424,7 @@ class Pipeline:
         self._asked = 0
         self._learned = 0
         self._batches = 0
+        self._sequence_counts = dict.fromkeys(SEQUENCE_COUNTERS, 0)
         self.on_learn: Callable[[str, int, Any, Any, Any], None] | None = None
         """Called as ``on_learn(stream, n, slots, z, y)`` before a stream learns its
         ``n``-th label (``n`` counts from 0, as the ``learned`` counter); the gateway
@@ -560,7 +585,11 @@ class Pipeline:
             return None
         self._data += 1
         stream.data += 1
-        stream.last_seq = seq
+        if seq == stream.last_seq + 1:  # the usual case: the next one
+            stream.last_seq = seq
+            stream.seq_window = ((stream.seq_window << 1) | 1) & _WINDOW_MASK
+        else:
+            self._sequence(stream, seq)
         stream.last_received_at = received_at
         label, ask = decision.label, decision.ask
         if ask:
@@ -586,6 +615,45 @@ class Pipeline:
         elif self._score(stream, y, label) and (self.label_policy != "from_data" or ask):
             self._learn(stream, decision.slots, decision.z, y)
         return fields, request
+
+    def _sequence(self, stream: _Stream, seq: int) -> None:
+        """Account for a reading whose ``seq`` is not the one after the last."""
+        last = stream.last_seq
+        if last < 0:  # the stream's first reading (or the first after a crash)
+            stream.last_seq, stream.seq_window = seq, 1
+        elif seq > last:
+            gap = seq - last - 1
+            stream.seq_missing += gap
+            self._sequence_counts["seq_missing"] += gap
+            stream.last_seq = seq
+            stream.seq_window = (
+                ((stream.seq_window << (gap + 1)) | 1) & _WINDOW_MASK if gap < SEQ_WINDOW else 1
+            )
+            self._log.warning("seq_gap", "stream %r: %d message(s) missing (seq %d after %d)",
+                              stream.name, gap, seq, last)
+        elif seq == 0 or last - seq >= SEQ_WINDOW:
+            stream.seq_restarts += 1
+            self._sequence_counts["seq_restarts"] += 1
+            stream.last_seq, stream.seq_window = seq, 1
+            self._log.warning("seq_restart", "stream %r: seq %d after %d (the sensor "
+                              "restarted?)", stream.name, seq, last)
+        else:
+            bit = 1 << (last - seq)
+            if seq == last or stream.seq_window & bit:
+                stream.seq_duplicates += 1
+                self._sequence_counts["seq_duplicates"] += 1
+            else:  # late, but it came: no longer missing
+                stream.seq_window |= bit
+                stream.seq_out_of_order += 1
+                stream.seq_missing -= 1
+                self._sequence_counts["seq_out_of_order"] += 1
+                self._sequence_counts["seq_missing"] -= 1
+
+    def forget_last_seq(self, stream: str) -> None:
+        """Forget where ``stream``'s sequence stood (a checkpoint written before a
+        crash: readings after it were processed, so a gap from it would be false)."""
+        entry = self._streams[stream]
+        entry.last_seq, entry.seq_window = -1, 0
 
     def _score(self, stream: _Stream, y: Any, predicted: Any) -> bool:
         """Count the prediction against the true label ``y``; False if the stream's
@@ -728,6 +796,7 @@ class Pipeline:
             "label_requests": self._label_requests,
             "learned": self._learned,
         }
+        counts.update(self._sequence_counts)
         counts.update(self._rejects.as_dict())
         counts.update(self._own_rejects)
         for key, value in self.labels.as_dict().items():
@@ -815,6 +884,7 @@ class Pipeline:
                 setattr(entry, name, value)
         last_seq = state.get("last_seq", -1)
         entry.last_seq = last_seq if isinstance(last_seq, int) else -1
+        entry.seq_window = 1 if entry.last_seq >= 0 else 0
         self._add(entry)
 
 
