@@ -77,6 +77,7 @@ class CheckpointStore:
         os.makedirs(directory, exist_ok=True)
         self._saved_revision: dict[str, int] = {}
         self._saved_layout: dict[str, tuple[int, int]] = {}
+        self.bytes_written = 0  # checkpoint bytes written (SD card wear), both generations' worth
         self.report: dict[str, Any] = {
             "directory": directory,
             "restored": [],
@@ -169,8 +170,10 @@ class CheckpointStore:
         """Write ``stream``'s checkpoint now; return the error if it could not be."""
         revision = pipeline.revision(stream)
         layout = pipeline.layout(stream)
+        path = self.path(stream)
         try:
-            save_checkpoint(self.path(stream), pipeline.to_state(stream))
+            save_checkpoint(path, pipeline.to_state(stream))
+            self.bytes_written += os.path.getsize(path)
         except (OSError, TypeError, ValueError) as exc:
             return exc
         self._saved_revision[stream] = revision

@@ -130,6 +130,9 @@ class Gateway:
                 # acknowledged, so a gap counted from their last seq would be false.
                 for stream in self.checkpoints.report["restored"]:
                     self.pipeline.forget_last_seq(stream)
+            self.registry.register(
+                "checkpoints", lambda: {"checkpoint_bytes": self.checkpoints.bytes_written},
+                docs={"checkpoint_bytes": "bytes of checkpoints written"})
         if config.journal_enabled:
             self._open_journal()
         self.recorder = config.make_recorder()

@@ -89,6 +89,8 @@ def _burst(broker, gateways, observer_factory):
         return stream if stream and stream["last_seq"] == published - 1 else None
 
     stream = wait_until(settled, 60, "the last message's prediction in the status")
+    print(f"burst: published {published}, predicted {stream['data']}, "
+          f"seq_missing {stream['seq_missing']}")
     counters = observer.status()["counters"]
     assert stream["seq_missing"] > 0, stream  # the broker did drop some
     assert stream["data"] + stream["seq_missing"] == published, stream
@@ -243,3 +245,15 @@ def test_a_failed_final_checkpoint_exits_1_and_names_every_stream(
     assert code == 1, log[-2000:]
     final = [line for line in log.splitlines() if "final checkpoint failed" in line]
     assert final and all(f"'{s}'" in final[0] for s in streams), log[-2000:]
+
+
+def test_the_example_broker_config_holds_the_burst_and_a_restart():
+    """configs/mosquitto.conf.example follows docs/reliability.md: the 5,000-message
+    burst above fits (max_queued_messages >= 5000 - Receive Maximum 1024), as do 10
+    minutes away at 100 messages a second, with no byte limit dropping earlier."""
+    conf = (pathlib.Path(__file__).parent.parent / "configs" / "mosquitto.conf.example")
+    settings = dict(line.split(None, 1) for line in conf.read_text().splitlines()
+                    if line.strip() and not line.startswith("#"))
+    queued = int(settings["max_queued_messages"])
+    assert queued >= 5000 - 1024 and queued >= 100 * 600
+    assert int(settings.get("max_queued_bytes", "0")) == 0
