@@ -415,7 +415,10 @@ class Gateway:
                            "again at the next start", left)
         self.checkpoint()
         if self.checkpoints is not None and not self.checkpoint_failures:
-            self.checkpoints.mark_clean_stop()
+            try:
+                self.checkpoints.mark_clean_stop()
+            except OSError as exc:  # the next start then treats the last seq as unknown
+                logger.warning("cannot mark the clean stop: %s", exc)
         if self.checkpoint_failures:
             # What these streams learned since their last checkpoint is only in the
             # label journal (or lost, without one): the exit status says so.

@@ -107,6 +107,8 @@ __all__ = [
     "LABEL_POLICIES",
     "PIPELINE_REJECTS",
     "REJECT_COUNTERS",
+    "SEQUENCE_COUNTERS",
+    "SEQ_WINDOW",
     "Outbound",
     "Pipeline",
     "RateLimitedLog",
@@ -781,8 +783,8 @@ class Pipeline:
         ``messages`` (inbound MQTT messages), ``batches`` (batch messages answered),
         ``data`` (readings accepted, a batch's each), ``label_messages``,
         ``predictions`` (readings predicted), ``asked``, ``label_requests``,
-        ``learned``; each protocol reject reason and
-        ``non_finite_values``; each of :data:`PIPELINE_REJECTS`; the label table's
+        ``learned``; the sequence counters (:data:`SEQUENCE_COUNTERS`, summed over
+        streams); each protocol reject reason and ``non_finite_values``; each of :data:`PIPELINE_REJECTS`; the label table's
         counters prefixed ``label_`` (``label_pending`` is a gauge); and ``rejected``,
         the sum of every reject.
         """
