@@ -333,7 +333,7 @@ def test_flipped_bytes_never_replay_silently_to_changed_results(tmp_path, capsys
     from firmware_bridge.protocol import encode_data
     records = [(f"sensors/office-{i % 2}/data", 1.7e9 + i,
                 encode_data(1.7e9 + i, i // 2, {"t": 20.0 + i % 7, "co2": 400.0 + i % 13},
-                            y=i % 5 > 1)) for i in range(60)]
+                            y=i % 5 > 1)) for i in range(30)]
     path = tmp_path / "log.msgpack"
     write_log(path, records, created=1.7e9)
     data = path.read_bytes()
