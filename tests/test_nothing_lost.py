@@ -131,7 +131,7 @@ def test_sigkill_after_learning_loses_no_label_and_unusable_answers_keep_request
             wait_until(lambda: len(observer.seen("k1")) == seq + 1, 30, "predictions")
             for stream, request in observer.requests[answered:]:
                 truth = request["seq"] % 7 > 3
-                publisher.publish(TOPICS.label("k1"), encode_label(request["req"], "yes"))
+                publisher.publish(TOPICS.label("k1"), encode_label(request["req"], {"bad": True}))
                 publisher.publish(TOPICS.label("k1"), encode_label(request["req"], truth))
                 taught.append((request["seq"], truth))
             answered = len(observer.requests)
