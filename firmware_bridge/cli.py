@@ -473,8 +473,16 @@ def _print_status(status: dict) -> None:
     if problems:
         print("also: " + ", ".join(f"{k} {v:,}" for k, v in sorted(problems.items())))
     for name, stream in status.get("streams", {}).items():
+        sequence = ", ".join(f"{key[4:].replace('_', ' ')} {stream[key]:,}"
+                             for key in _SEQUENCE_KEYS if stream.get(key))
         print(f"  {name}: {stream.get('data', 0):,} messages, asked {stream.get('query_rate', 0):.1%}, "
-              f"learned {stream.get('learned', 0):,}, channels {stream.get('channels', 0)}")
+              f"learned {stream.get('learned', 0):,}, channels {stream.get('channels', 0)}"
+              + (f"; seq: {sequence}" if sequence else ""))
+
+
+# A stream's sequence accounting (firmware_bridge.pipeline.SEQUENCE_COUNTERS), shown
+# when not zero; spelled out here so that the status command imports no pipeline.
+_SEQUENCE_KEYS = ("seq_missing", "seq_duplicates", "seq_out_of_order", "seq_restarts")
 
 
 def run_status(args: argparse.Namespace) -> int:

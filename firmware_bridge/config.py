@@ -262,10 +262,15 @@ SCHEMA: dict[str, Section] = {
         "reconnect_min_delay_seconds": _feed(
             MqttSettings, "reconnect_min_delay_seconds", Interval(int, 1, 3600), """
             Reconnect backoff: the wait doubles from min to max after every failed
-            attempt (seconds; 1 to 3600 and up to 86400, min <= max)."""),
+            attempt (seconds; 1 to 3600 and up to 86400, min <= max). Every failed
+            attempt is counted ("connect_failures", beside "connect_attempts")."""),
         "reconnect_max_delay_seconds": _feed(
-            MqttSettings, "reconnect_max_delay_seconds", Interval(int, 1, 86_400),
-            "the longest wait between attempts"),
+            MqttSettings, "reconnect_max_delay_seconds", Interval(int, 1, 86_400), """
+            The longest wait between attempts: a broker (or link) that comes back is
+            noticed within this many seconds, so data waits no longer than that. The
+            trade-off: while the broker is away each gateway tries this often (a TCP
+            connection attempt per link, nothing more); a fleet of thousands against
+            one broker may want 30 to 60 to spread the reconnections out."""),
         "username": _feed(MqttSettings, "username", Text(),
                           "empty: connect without credentials"),
         "password_file": Setting(_PATH, """
@@ -310,7 +315,24 @@ SCHEMA: dict[str, Section] = {
         "directory": Setting(_PATH, "", "/var/lib/edgelearn/state"),
         "interval_seconds": Setting(Interval(float, 1, 7 * 86_400), """
             Minutes, not seconds: SD cards wear out (1 to 604800). Only streams that
-            changed are written; all are written at a clean stop (SIGTERM).""", 600.0),
+            changed are written; all are written at a clean stop (SIGTERM). Labels
+            learned in between are kept in the label journal.""", 600.0),
+        "journal": Setting(Boolean(), """
+            true: every label learned is appended to labels.journal in the directory
+            before it is learned, and replayed on top of the checkpoints at start, so
+            a crash (SIGKILL, power cut after the fsync) loses no label; truncated after
+            each checkpoint round. What it does not keep: the channel statistics of
+            unlabelled messages since the last checkpoint (see
+            firmware_bridge/journal.py).""", True),
+        "journal_max_bytes": Setting(Interval(int, 65_536, 1 << 30), """
+            Bound of the journal file (64 KiB to 1 GiB): past half of it the gateway
+            checkpoints (and truncates); a label that would pass it is learned but not
+            journaled (counted "journal_dropped").""", 4 << 20),
+        "journal_fsync_seconds": Setting(Interval(float, 0, 3600), """
+            Most seconds between fsyncs of the journal (0 to 3600). Each label is
+            written to the file at once (a killed process loses none); the fsync, which
+            costs an SD card a whole block write, is what a power cut waits for:
+            labels of the last few seconds may be lost to one.""", 5.0),
     }),
     "learner": Section("", {
         "kind": Setting(Options(*edgelearn.KINDS), """
@@ -495,6 +517,8 @@ class GatewayConfig:
     label_request_qos = property(lambda self: self["mqtt.label_request_qos"])
     checkpoint_dir = property(lambda self: self["checkpoints.directory"])
     checkpoint_interval_s = property(lambda self: self["checkpoints.interval_seconds"])
+    journal_enabled = property(lambda self: bool(self["checkpoints.journal"]
+                                                 and self["checkpoints.directory"]))
     learner_kind = property(lambda self: self["learner.kind"])
 
     def pipeline_params(self) -> dict[str, Any]:

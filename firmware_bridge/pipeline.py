@@ -121,6 +121,8 @@ __all__ = [
     "LABEL_POLICIES",
     "PIPELINE_REJECTS",
     "REJECT_COUNTERS",
+    "SEQUENCE_COUNTERS",
+    "SEQ_WINDOW",
     "Outbound",
     "Pipeline",
     "RateLimitedLog",
@@ -139,6 +141,19 @@ PIPELINE_REJECTS: dict[str, str] = {
     "learner_error": "the learner raised on a message (a bug; the message is dropped)",
 }
 """Rejects decided by the pipeline rather than the wire protocol, with what they mean."""
+
+SEQUENCE_COUNTERS: tuple[str, ...] = (
+    "seq_missing", "seq_duplicates", "seq_out_of_order", "seq_restarts",
+)
+"""Per stream and in total: readings whose ``seq`` never came (gaps, counted once a
+later reading arrives; a late one that fills its gap takes itself off), ``seq``
+values that came again, ones that came after a later one, and sensor restarts (a
+``seq`` that starts again: 0, or more than :data:`SEQ_WINDOW` below the last)."""
+
+SEQ_WINDOW = 64
+"""How far back the pipeline remembers which ``seq`` values arrived (one int per
+stream): a reading within it that arrives late is out of order or a duplicate."""
+_WINDOW_MASK = (1 << SEQ_WINDOW) - 1
 
 # Label-table outcomes that are rejects (an answer that was not applied).
 _LABEL_REJECTS = tuple(f"label_{outcome.value}" for outcome in Outcome)
@@ -234,6 +249,11 @@ class _Stream:
         "learned",
         "unusable_labels",
         "last_seq",
+        "seq_window",
+        "seq_missing",
+        "seq_duplicates",
+        "seq_out_of_order",
+        "seq_restarts",
         "last_received_at",
     )
 
@@ -263,10 +283,16 @@ class _Stream:
         self.label_requests = 0
         self.learned = 0
         self.unusable_labels = 0
-        self.last_seq = -1
+        self.last_seq = -1  # -1: none yet, or unknown (restored after a crash)
+        self.seq_window = 0  # bit i: seq last_seq - i arrived (the last SEQ_WINDOW)
+        self.seq_missing = 0
+        self.seq_duplicates = 0
+        self.seq_out_of_order = 0
+        self.seq_restarts = 0
         self.last_received_at = math.nan
 
-    _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels")
+    _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels",
+                 *SEQUENCE_COUNTERS)
 
     def counters(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self._COUNTERS}
@@ -403,6 +429,11 @@ class Pipeline:
         self._asked = 0
         self._learned = 0
         self._batches = 0
+        self._sequence_counts = dict.fromkeys(SEQUENCE_COUNTERS, 0)
+        self.on_learn: Callable[[str, int, Any, Any, Any], None] | None = None
+        """Called as ``on_learn(stream, n, slots, z, y)`` before a stream learns its
+        ``n``-th label (``n`` counts from 0, as the ``learned`` counter); the gateway
+        journals it there (:mod:`firmware_bridge.journal`)."""
         # The fast path (see handle): data topics of the streams that exist, names
         # that passed the rules, a decoder and an encoder set up once.
         self._data_topics: dict[str, _Stream] = {}
@@ -559,7 +590,11 @@ class Pipeline:
             return None
         self._data += 1
         stream.data += 1
-        stream.last_seq = seq
+        if seq == stream.last_seq + 1:  # the usual case: the next one
+            stream.last_seq = seq
+            stream.seq_window = ((stream.seq_window << 1) | 1) & _WINDOW_MASK
+        else:
+            self._sequence(stream, seq)
         stream.last_received_at = received_at
         label, ask = decision.label, decision.ask
         if ask:
@@ -585,6 +620,45 @@ class Pipeline:
         elif self._score(stream, y, label) and (self.label_policy != "from_data" or ask):
             self._learn(stream, decision.slots, decision.z, y)
         return fields, request
+
+    def _sequence(self, stream: _Stream, seq: int) -> None:
+        """Account for a reading whose ``seq`` is not the one after the last."""
+        last = stream.last_seq
+        if last < 0:  # the stream's first reading (or the first after a crash)
+            stream.last_seq, stream.seq_window = seq, 1
+        elif seq > last:
+            gap = seq - last - 1
+            stream.seq_missing += gap
+            self._sequence_counts["seq_missing"] += gap
+            stream.last_seq = seq
+            stream.seq_window = (
+                ((stream.seq_window << (gap + 1)) | 1) & _WINDOW_MASK if gap < SEQ_WINDOW else 1
+            )
+            self._log.warning("seq_gap", "stream %r: %d message(s) missing (seq %d after %d)",
+                              stream.name, gap, seq, last)
+        elif seq == 0 or last - seq >= SEQ_WINDOW:
+            stream.seq_restarts += 1
+            self._sequence_counts["seq_restarts"] += 1
+            stream.last_seq, stream.seq_window = seq, 1
+            self._log.warning("seq_restart", "stream %r: seq %d after %d (the sensor "
+                              "restarted?)", stream.name, seq, last)
+        else:
+            bit = 1 << (last - seq)
+            if seq == last or stream.seq_window & bit:
+                stream.seq_duplicates += 1
+                self._sequence_counts["seq_duplicates"] += 1
+            else:  # late, but it came: no longer missing
+                stream.seq_window |= bit
+                stream.seq_out_of_order += 1
+                stream.seq_missing -= 1
+                self._sequence_counts["seq_out_of_order"] += 1
+                self._sequence_counts["seq_missing"] -= 1
+
+    def forget_last_seq(self, stream: str) -> None:
+        """Forget where ``stream``'s sequence stood (a checkpoint written before a
+        crash: readings after it were processed, so a gap from it would be false)."""
+        entry = self._streams[stream]
+        entry.last_seq, entry.seq_window = -1, 0
 
     def _score(self, stream: _Stream, y: Any, predicted: Any) -> bool:
         """Count the prediction against the true label ``y``; False if the stream's
@@ -614,31 +688,42 @@ class Pipeline:
         stream.unusable_labels += 1
         self._reject("unusable_label", "stream %r: label %.40r: %s", stream.name, y, why)
 
-    def _learn(self, stream: _Stream, slots: Any, z: Any, y: Any) -> None:
+    def _learn(self, stream: _Stream, slots: Any, z: Any, y: Any) -> bool:
+        """Teach ``stream`` label ``y`` of the features ``(slots, z)``; return whether
+        it learned. ``on_learn`` (the gateway's label journal) hears of it first, so
+        a crash right after the update cannot lose it."""
+        if self.on_learn is not None:
+            self.on_learn(stream.name, stream.learned, slots, z, y)
         try:
             stream.learner.learn(slots, z, y)
         except ValueError as exc:
             self._unusable(stream, y, str(exc))
-            return
+            return False
         except TypeError as exc:
             self._reject("learner_error", "stream %r: learn(%.40r): %s", stream.name, y, exc)
-            return
+            return False
         self._learned += 1
         stream.learned += 1
+        return True
 
     def _handle_label(self, message: LabelMessage) -> None:
         self._label_messages += 1
-        result = self.labels.answer(message.req, message.stream)
+        labels = self.labels
+        # Looked up, not closed: an answer the stream's learner cannot take leaves the
+        # request open, so a correct answer sent after it (within the TTL) is learned.
+        result = labels.lookup(message.req, message.stream)
         if isinstance(result, PendingEntry):
             stream = self._streams.get(result.stream)
             if stream is None:  # restore() replaced the stream set; nothing to teach
+                labels.settle(result)
                 return
             problem = _label_problem(stream, message.y)
             if problem:
                 self._unusable(stream, message.y, problem)
                 return
             slots, z = result.features
-            self._learn(stream, slots, z, message.y)
+            if self._learn(stream, slots, z, message.y):
+                labels.settle(result)
             return
         self._log.warning(
             f"label_{result.value}",
@@ -669,6 +754,35 @@ class Pipeline:
         entry = self._streams[stream]
         return entry.data + entry.learned
 
+    def layout(self, stream: str) -> tuple[int, int]:
+        """What ``stream``'s slots mean, as a pair that changes whenever its channel
+        map does: (channels assigned, channels evicted)."""
+        channels = self._streams[stream].learner.channels
+        return channels.n_assigned, channels.n_evicted
+
+    def relearn(self, stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any,
+                y: Any) -> str:
+        """Teach ``stream`` a journaled lesson (:mod:`firmware_bridge.journal`): its
+        ``n``-th label, with the features kept at prediction time. Returns
+        ``"replayed"``; ``"skipped"`` if the stream has learned it already (``n`` below
+        its ``learned`` count); ``"out_of_order"`` if an earlier one is missing;
+        ``"layout_mismatch"`` if the stream's channel map is not the one the slots
+        refer to; ``"failed"`` if the learner refuses it (as it did live)."""
+        entry = self._streams[stream]
+        if n < entry.learned:
+            return "skipped"
+        if n > entry.learned:
+            return "out_of_order"
+        if self.layout(stream) != tuple(layout):
+            return "layout_mismatch"
+        try:
+            entry.learner.learn(slots, z, y)
+        except (ValueError, TypeError):
+            return "failed"
+        self._learned += 1
+        entry.learned += 1
+        return "replayed"
+
     def metrics(self, stream: str) -> ClassificationMetrics:
         """The prequential metrics of ``stream`` (``KeyError`` if unknown)."""
         return self._streams[stream].metrics
@@ -679,8 +793,8 @@ class Pipeline:
         ``messages`` (inbound MQTT messages), ``batches`` (batch messages answered),
         ``data`` (readings accepted, a batch's each), ``label_messages``,
         ``predictions`` (readings predicted), ``asked``, ``label_requests``,
-        ``learned``; each protocol reject reason and
-        ``non_finite_values``; each of :data:`PIPELINE_REJECTS`; the label table's
+        ``learned``; the sequence counters (:data:`SEQUENCE_COUNTERS`, summed over
+        streams); each protocol reject reason and ``non_finite_values``; each of :data:`PIPELINE_REJECTS`; the label table's
         counters prefixed ``label_`` (``label_pending`` is a gauge); and ``rejected``,
         the sum of every reject.
         """
@@ -694,6 +808,7 @@ class Pipeline:
             "label_requests": self._label_requests,
             "learned": self._learned,
         }
+        counts.update(self._sequence_counts)
         counts.update(self._rejects.as_dict())
         counts.update(self._own_rejects)
         for key, value in self.labels.as_dict().items():
@@ -781,6 +896,7 @@ class Pipeline:
                 setattr(entry, name, value)
         last_seq = state.get("last_seq", -1)
         entry.last_seq = last_seq if isinstance(last_seq, int) else -1
+        entry.seq_window = 1 if entry.last_seq >= 0 else 0
         self._add(entry)
 
 

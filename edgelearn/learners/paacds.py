@@ -194,9 +194,8 @@ class PAACDS(Learner):
     # -- protocol hooks -------------------------------------------------------
 
     def decide_one(self, x: dict) -> Decision:
-        # One fused kernel does what the base class does in five calls (observe,
-        # score, label and margin, draw the query, adapt the budget): the gateway's
-        # per-message path, where each call into numba costs about a microsecond.
+        # One fused kernel does what the base class does in three calls
+        # (observe, score, fold in information): the gateway's per-message path.
         space = self.channels
         slots, z = space.claim(x)
         target = self.target_query_rate
