@@ -37,8 +37,8 @@ import numpy as np
 
 from edgelearn.learners.base import BinaryTargets
 
-from .pipeline import Pipeline
-from .protocol import DataMessage, parse_message
+from .pipeline import SEQ_WINDOW, Pipeline
+from .protocol import DataBatch, DataMessage, parse_message, plain_reading
 
 __all__ = ["JITTED_KINDS", "jitted_path", "replay_records"]
 
@@ -66,20 +66,21 @@ def jitted_path(pipeline: Pipeline) -> str | None:
 
 
 class _Rows:
-    """One stream's accepted data messages, and the orders its channels came in."""
+    """One stream's accepted readings ``(ts, seq, channels, y)``, and the orders its
+    channels came in."""
 
-    __slots__ = ("messages", "received", "layouts")
+    __slots__ = ("readings", "received", "layouts")
 
     def __init__(self) -> None:
-        self.messages: list[DataMessage] = []
+        self.readings: list[tuple] = []
         self.received: list[float] = []
         # each distinct channel list, in order of first appearance
         self.layouts: dict[tuple[str, ...], None] = {}
 
-    def add(self, message: DataMessage, received_at: float) -> None:
-        self.messages.append(message)
+    def add(self, reading: tuple, received_at: float) -> None:
+        self.readings.append(reading)
         self.received.append(received_at)
-        self.layouts.setdefault(tuple(message.channels))
+        self.layouts.setdefault(tuple(reading[2]))
 
     def columns(self) -> list[str] | None:
         """The channel names in one order that every message's channels follow
@@ -147,30 +148,70 @@ def replay_records(
                 "outputs": outputs, "records": count}
 
     rows: dict[str, _Rows] = {}
-    topics, limits, rejects = pipeline.topics, pipeline.limits, pipeline._rejects
+    limits, rejects, names = pipeline.limits, pipeline._rejects, pipeline._names
+    data_topics, unpack = pipeline._data_topics, pipeline._unpack
     count = 0
+
+    def keep(stream: str, readings: list, received_at: float) -> None:
+        target = rows.get(stream)
+        if target is None:
+            target = rows[stream] = _Rows()
+        for reading in readings:
+            target.add(reading, received_at)
+        if len(target.readings) >= chunk:
+            _flush(pipeline, stream, target, paths, outputs, keep_predictions)
+            rows[stream] = _Rows()
+
     for record in records:
         count += 1
         if progress is not None and count % 4096 == 0:
             progress(record, count)
-        message = parse_message(record.topic, record.payload, topics, limits)
-        if not isinstance(message, DataMessage):
-            # Label answers and rejects: the pipeline's own handling (it parses again;
-            # these are the rare messages).
-            pipeline.handle(record.topic, record.payload, record.received_at)
-            continue
-        pipeline._messages += 1
-        if message.non_finite:
-            rejects.count(message)
-        target = rows.get(message.stream)
-        if target is None:
+        topic, payload, received_at = record.topic, record.payload, record.received_at
+        # Pipeline.handle's steps, with the learner's work deferred: its fast path for
+        # plain readings on a known stream's topic, else parse_message's verdict.
+        stream = data_topics.get(topic)
+        if stream is not None and type(payload) is bytes and len(payload) <= limits.max_payload_bytes:
+            try:
+                obj = unpack(payload)
+            except Exception:
+                obj = None
+            if type(obj) is dict:
+                reading = plain_reading(obj, limits, names)
+                if reading is not None:
+                    pipeline._messages += 1
+                    keep(stream.name, (reading,), received_at)
+                    continue
+                if len(obj) == 1 and pipeline._fast_batches:
+                    batch = obj.get("readings")
+                    if type(batch) is list and 0 < len(batch) <= limits.max_batch_readings:
+                        plain = [plain_reading(r, limits, names) for r in batch]
+                        if None not in plain:
+                            pipeline._messages += 1
+                            pipeline._batches += 1
+                            keep(stream.name, plain, received_at)
+                            continue
+        message = parse_message(topic, payload, pipeline.topics, limits)
+        if isinstance(message, DataMessage):
+            pipeline._messages += 1
+            if message.non_finite:
+                rejects.count(message)
             if pipeline._stream(message.stream) is None:  # beyond max_streams: counted
                 continue
-            target = rows[message.stream] = _Rows()
-        target.add(message, record.received_at)
-        if len(target.messages) >= chunk:
-            _flush(pipeline, message.stream, target, paths, outputs, keep_predictions)
-            rows[message.stream] = _Rows()
+            keep(message.stream, ((message.ts, message.seq, message.channels, message.y),), received_at)
+        elif isinstance(message, DataBatch):
+            pipeline._messages += 1
+            rejects.count(message)
+            for index, reject in message.rejects:
+                pipeline._log.warning(reject.reason, "%s (reading %d of a batch on topic %.80r)",
+                                      reject.detail, index, topic)
+            if not message.readings or pipeline._stream(message.stream) is None:
+                continue
+            pipeline._batches += 1  # every reading of a batch is answered (one message)
+            keep(message.stream, [(r.ts, r.seq, r.channels, r.y) for r in message.readings], received_at)
+        else:
+            # Label answers and rejects: the pipeline's own handling (it parses again;
+            # these are the rare messages).
+            pipeline.handle(topic, payload, received_at)
 
     for name, stream_rows in rows.items():
         _flush(pipeline, name, stream_rows, paths, outputs, keep_predictions)
@@ -202,17 +243,24 @@ def _keep_outputs(outputs: dict, out: list, pipeline: Pipeline) -> None:
             stream = pipeline.topics.parse(o.topic)[1]
             p = msgpack.unpackb(o.payload)
             kept = outputs.setdefault(stream, {"y": [], "score": [], "ask": []})
-            kept["y"].append(p["y"])
-            kept["score"].append(p["score"])
-            kept["ask"].append(p["query"])
+            for one in p["predictions"] if "predictions" in p else [p]:
+                kept["y"].append(one["y"])
+                kept["score"].append(one["score"])
+                kept["ask"].append(one["query"])
 
 
 def _run_per_message(pipeline: Pipeline, name: str, rows: _Rows, keep: bool) -> dict | None:
     outputs: dict = {}
-    for message, received_at in zip(rows.messages, rows.received):
-        out = pipeline._handle_data(message, received_at)
-        if keep:
-            _keep_outputs(outputs, out, pipeline)
+    stream = pipeline._streams[name]
+    for reading, received_at in zip(rows.readings, rows.received):
+        # one reading at a time: a batch's readings give the same predictions and
+        # counts one by one (only the prediction message is shared)
+        result = pipeline._predict(stream, reading, received_at)
+        if keep and result is not None:
+            kept = outputs.setdefault(name, {"y": [], "score": [], "ask": []})
+            kept["y"].append(result[0]["y"])
+            kept["score"].append(result[0]["score"])
+            kept["ask"].append(result[0]["query"])
     return outputs.get(name, {"y": [], "score": [], "ask": []}) if keep else None
 
 
@@ -223,13 +271,13 @@ def _run_jitted(pipeline: Pipeline, name: str, rows: _Rows, names: list[str], ke
 
     stream = pipeline._streams[name]
     model = stream.learner
-    messages = rows.messages
-    n = len(messages)
+    readings = rows.readings
+    n = len(readings)
     X = np.full((n, len(names)), np.nan)
     columns = {c: j for j, c in enumerate(names)}
-    for i, message in enumerate(messages):
+    for i, reading in enumerate(readings):
         row = X[i]
-        for channel, value in message.channels.items():
+        for channel, value in reading[2].items():
             row[columns[channel]] = value
 
     # Labels: which rows carry one the stream can take (the pipeline's rule, with
@@ -242,8 +290,8 @@ def _run_jitted(pipeline: Pipeline, name: str, rows: _Rows, names: list[str], ke
     # (from row, sides.labels, sides' state): what the stream's labels were from a row on
     side_labels: list[tuple[int, list, list]] = [(-1, sides.labels, sides.to_state())]
     unusable = 0
-    for i, message in enumerate(messages):
-        y = message.y
+    for i, reading in enumerate(readings):
+        y = reading[3]
         if y is None:
             continue
         if isinstance(y, dict) or not sides.accepts(y):
@@ -322,8 +370,16 @@ def _run_jitted(pipeline: Pipeline, name: str, rows: _Rows, names: list[str], ke
     stream.asked += n_asked
     stream.learned += n_learned
     if n:
-        stream.last_seq = messages[-1].seq
         stream.last_received_at = rows.received[-1]
+    # Sequence accounting, reading by reading, as Pipeline._predict does it.
+    window_mask = (1 << SEQ_WINDOW) - 1
+    for reading in readings:
+        seq = reading[1]
+        if seq == stream.last_seq + 1:
+            stream.last_seq = seq
+            stream.seq_window = ((stream.seq_window << 1) | 1) & window_mask
+        else:
+            pipeline._sequence(stream, seq)
 
     # Predictions in the user's labels, then scoring, as Pipeline._score does.
     predicted = _user_predictions(pred, target_states, name)

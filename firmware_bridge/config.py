@@ -144,10 +144,11 @@ def _limits() -> dict[str, Setting]:
         "max_channel_name_bytes": "UTF-8 bytes of one channel name",
         "max_string_bytes": "any msgpack str, bin or ext while decoding",
         "max_container_len": "any msgpack array or map while decoding (>= max_channels)",
-        "max_depth": "container nesting (a data message uses 2)",
+        "max_depth": "container nesting (a data message uses 2, a batch 4)",
         "max_stream_id_bytes": "UTF-8 bytes of the {stream} topic level",
         "max_label_bytes": "UTF-8 bytes of a str label or a multi-label name",
         "max_request_id_bytes": "UTF-8 bytes of a label answer's \"req\"",
+        "max_batch_readings": "readings in one batch message (docs/protocol.md, Batched readings)",
     }
     low = {"max_depth": 2}
     return {
@@ -261,10 +262,15 @@ SCHEMA: dict[str, Section] = {
         "reconnect_min_delay_seconds": _feed(
             MqttSettings, "reconnect_min_delay_seconds", Interval(int, 1, 3600), """
             Reconnect backoff: the wait doubles from min to max after every failed
-            attempt (seconds; 1 to 3600 and up to 86400, min <= max)."""),
+            attempt (seconds; 1 to 3600 and up to 86400, min <= max). Every failed
+            attempt is counted ("connect_failures", beside "connect_attempts")."""),
         "reconnect_max_delay_seconds": _feed(
-            MqttSettings, "reconnect_max_delay_seconds", Interval(int, 1, 86_400),
-            "the longest wait between attempts"),
+            MqttSettings, "reconnect_max_delay_seconds", Interval(int, 1, 86_400), """
+            The longest wait between attempts: a broker (or link) that comes back is
+            noticed within this many seconds, so data waits no longer than that. The
+            trade-off: while the broker is away each gateway tries this often (a TCP
+            connection attempt per link, nothing more); a fleet of thousands against
+            one broker may want 30 to 60 to spread the reconnections out."""),
         "username": _feed(MqttSettings, "username", Text(),
                           "empty: connect without credentials"),
         "password_file": Setting(_PATH, """
@@ -309,7 +315,24 @@ SCHEMA: dict[str, Section] = {
         "directory": Setting(_PATH, "", "/var/lib/edgelearn/state"),
         "interval_seconds": Setting(Interval(float, 1, 7 * 86_400), """
             Minutes, not seconds: SD cards wear out (1 to 604800). Only streams that
-            changed are written; all are written at a clean stop (SIGTERM).""", 600.0),
+            changed are written; all are written at a clean stop (SIGTERM). Labels
+            learned in between are kept in the label journal.""", 600.0),
+        "journal": Setting(Boolean(), """
+            true: every label learned is appended to labels.journal in the directory
+            before it is learned, and replayed on top of the checkpoints at start, so
+            a crash (SIGKILL, power cut after the fsync) loses no label; truncated after
+            each checkpoint round. What it does not keep: the channel statistics of
+            unlabelled messages since the last checkpoint (see
+            firmware_bridge/journal.py).""", True),
+        "journal_max_bytes": Setting(Interval(int, 65_536, 1 << 30), """
+            Bound of the journal file (64 KiB to 1 GiB): past half of it the gateway
+            checkpoints (and truncates); a label that would pass it is learned but not
+            journaled (counted "journal_dropped").""", 4 << 20),
+        "journal_fsync_seconds": Setting(Interval(float, 0, 3600), """
+            Most seconds between fsyncs of the journal (0 to 3600). Each label is
+            written to the file at once (a killed process loses none); the fsync, which
+            costs an SD card a whole block write, is what a power cut waits for:
+            labels of the last few seconds may be lost to one.""", 5.0),
     }),
     "learner": Section("", {
         "kind": Setting(Options(*edgelearn.KINDS), """
@@ -320,9 +343,14 @@ SCHEMA: dict[str, Section] = {
             "synthesis_nb" (naive Bayes that learns synthetic instances after each
             mistake; robust to label noise) or "ensemble" (AC_OE: chunk-trained members
             whose weights decay with their mistakes, for streams whose concept drifts).
-            The last four ask for every label. For streams whose labels are label sets
-            (maps of label name to bool): "kelm_multilabel" (semi-supervised multi-label
-            KELM; its parameters: edgelearn.MultiLabelKELM).""", "paacds"),
+            Those four ask for every label. "active_arow" (active learning beyond the
+            papers: confidence-weighted updates with a per-channel variance, so a new
+            sensor learns fast, and label requests where the model is least sure, at a
+            held rate; docs/results-label-budget.md measures it beside River). For streams
+            whose labels are label sets (maps of label name to bool): "kelm_multilabel"
+            (semi-supervised multi-label KELM; its parameters: edgelearn.MultiLabelKELM).
+            The default is edgelearn.DEFAULT_KIND: "active_arow" if it meets its aim on
+            docs/results-label-budget.md, else "paacds".""", edgelearn.DEFAULT_KIND),
     }),
 }
 
@@ -373,6 +401,7 @@ seed = 0                       # query decisions are reproducible per stream
 # n_classes = 2                # 2: binary (any two labels); more: multiclass
 # h_halflife = 500.0
 # budget_gain = 0.5
+# learn_intercept = true       # false: the paper's model, without an intercept
 #
 # For pafe (binary labels), with their defaults; capacity, evict_after and seed as above:
 # C = 1.0                      # PA-I aggressiveness of its models
@@ -387,6 +416,15 @@ seed = 0                       # query decisions are reproducible per stream
 # horizon = ...                # omitted: doubling trick (the length of a period is unknown)
 # learn_intercept = false
 # standardize = true
+#
+# For active_arow (binary or multiclass), with their defaults; capacity, evict_after,
+# seed and target_query_rate as above (its own default target_query_rate is 0.2):
+# r = 30.0                     # AROW regularization: larger, smaller and more cautious steps
+# query_power = 5.0            # sharpness of the query rule (1: Cesa-Bianchi et al.'s)
+# threshold = 1.0              # initial query threshold in standard deviations of the margin
+# budget_gain = 0.5            # speed of the target_query_rate control
+# learn_intercept = true
+# n_classes = 2                # 2: binary labels true/false; more: multiclass
 #
 # For synthesis_nb, with their defaults; capacity, evict_after and seed as above:
 # num = 5                      # synthetic instances learned after a mistake; 0: plain naive Bayes
@@ -479,6 +517,8 @@ class GatewayConfig:
     label_request_qos = property(lambda self: self["mqtt.label_request_qos"])
     checkpoint_dir = property(lambda self: self["checkpoints.directory"])
     checkpoint_interval_s = property(lambda self: self["checkpoints.interval_seconds"])
+    journal_enabled = property(lambda self: bool(self["checkpoints.journal"]
+                                                 and self["checkpoints.directory"]))
     learner_kind = property(lambda self: self["learner.kind"])
 
     def pipeline_params(self) -> dict[str, Any]:

@@ -43,6 +43,7 @@ import paho.mqtt
 import edgelearn
 
 from .checkpoints import CheckpointStore
+from .journal import JOURNAL_NAME, LabelJournal, replay
 from .config import GatewayConfig
 from .counters import CounterRegistry
 from .mqtt import InboundMessage, MqttBridge
@@ -116,10 +117,24 @@ class Gateway:
         self._status_published = counter("status_published", "status messages published")
         # (message, paho info of its last output) of processed, unacknowledged messages.
         self._unacked: collections.deque[tuple[InboundMessage, Any]] = collections.deque()
+        self._journal_errors = counter(
+            "journal_errors", "labels the journal could not write", problem=True)
         self.checkpoints: CheckpointStore | None = None
+        self.journal: LabelJournal | None = None
+        self.checkpoint_failures: dict[str, Exception] = {}
         if config.checkpoint_dir:
             self.checkpoints = CheckpointStore(config.checkpoint_dir)
             self.checkpoints.restore(self.pipeline)
+            if not self.checkpoints.clean_start:
+                # A crash: readings after these checkpoints were processed and
+                # acknowledged, so a gap counted from their last seq would be false.
+                for stream in self.checkpoints.report["restored"]:
+                    self.pipeline.forget_last_seq(stream)
+            self.registry.register(
+                "checkpoints", lambda: {"checkpoint_bytes": self.checkpoints.bytes_written},
+                docs={"checkpoint_bytes": "bytes of checkpoints written"})
+        if config.journal_enabled:
+            self._open_journal()
         self.recorder = config.make_recorder()
         if self.recorder is not None:
             self.registry.register("recorder", lambda: {"recorded": self.recorder.records_written})
@@ -139,6 +154,7 @@ class Gateway:
         self._status_changed = True
         self._worker = threading.Thread(target=self._work, name="edgelearn-worker", daemon=True)
         self._failed = False
+        self._final_checkpoint_failed = False
         self._shut_down = False
         now = clock()
         self._next_housekeeping = now
@@ -158,6 +174,43 @@ class Gateway:
             return {"directory": "", "restored": [], "fell_back": {}, "failed": {}}
         return self.checkpoints.report
 
+    def _open_journal(self) -> None:
+        """Replay the label journal on top of the restored checkpoints, checkpoint what
+        it taught (which empties it), and journal every lesson from now on."""
+        config = self.config
+        path = os.path.join(config.checkpoint_dir, JOURNAL_NAME)
+        report = replay(self.pipeline, path, frozenset(self.checkpoints.report["restored"]))
+        self.checkpoints.report["journal"] = report
+        if report["problem"]:
+            logger.warning("label journal %s: replay stopped at %s", path, report["problem"])
+        if report["replayed"]:
+            logger.info("label journal: %d label(s) learned since the last checkpoints "
+                        "replayed", report["replayed"])
+        self.journal = LabelJournal(path, config["checkpoints.journal_max_bytes"],
+                                    config["checkpoints.journal_fsync_seconds"])
+        self.registry.register("journal", self.journal.counters, problems=("journal_dropped",))
+        self.checkpoint()  # the replayed streams; truncates the journal when all are written
+        self.pipeline.on_learn = self._journal_lesson
+
+    def _journal_lesson(self, stream: str, n: int, slots: Any, z: Any, y: Any) -> None:
+        """Pipeline.on_learn: the lesson goes to the journal before the learner."""
+        layout = self.pipeline.layout(stream)
+        if self.checkpoints.saved_layout(stream) != layout:
+            # The slots refer to channels the last checkpoint does not map (a new
+            # stream or channel): checkpoint the stream first, or a replay could not
+            # tell which channel a slot meant.
+            exc = self.checkpoints.save(self.pipeline, stream)
+            if exc is None:
+                self._checkpoints_written.inc()
+            else:
+                self._checkpoint_errors.inc()
+                self._log.warning("checkpoint_error", "stream %r: %s", stream, exc)
+        try:
+            self.journal.append(stream, n, layout, slots, z, y)
+        except (OSError, TypeError, ValueError) as exc:
+            self._journal_errors.inc()
+            self._log.warning("journal_error", "stream %r: %s", stream, exc)
+
     def checkpoint(self) -> int:
         """Write the checkpoint of every stream that changed since its last one; return
         how many were written. Worker thread, or main thread after the worker stopped.
@@ -165,10 +218,16 @@ class Gateway:
         if self.checkpoints is None:
             return 0
         written, failed = self.checkpoints.save_changed(self.pipeline)
-        for stream, exc in failed.items():
-            self._checkpoint_errors.inc()
-            self._log.warning("checkpoint_error", "stream %r: %s", stream, exc)
+        self.checkpoint_failures = failed
+        if failed:
+            self._checkpoint_errors.inc(len(failed))
+            # One line naming every stream that failed (rate-limited as a whole, so a
+            # full disk does not flood the log, but no stream goes unnamed).
+            self._log.warning("checkpoint_error", "%d stream(s) not checkpointed: %s",
+                              len(failed), _name_failures(failed))
         self._checkpoints_written.inc(written)
+        if self.journal is not None and not failed:
+            self.journal.truncate()
         return written
 
     # -- status ----------------------------------------------------------------------
@@ -284,7 +343,8 @@ class Gateway:
             notifier.notify("WATCHDOG=1")
             self._next_watchdog = now + notifier.watchdog_interval_s / 3
         counters = self.pipeline.counters()
-        signature = (len(self.pipeline.streams), counters["rejected"], self.bridge.connected)
+        signature = (len(self.pipeline.streams), counters["rejected"], counters["seq_missing"],
+                     counters["seq_restarts"], self.bridge.connected)
         changed = self._status_changed or signature != self._last_signature
         if now >= self._next_status or (changed and now - self._last_status >= _STATUS_MIN_INTERVAL_S):
             self._last_signature = signature
@@ -297,9 +357,16 @@ class Gateway:
             if self.bridge.can_publish:
                 self._status_changed = False
                 self.publish_status("online")
-        if now >= self._next_checkpoint:
+        journal = self.journal
+        if now >= self._next_checkpoint or (journal is not None and journal.wants_checkpoint):
             self._next_checkpoint = now + self.config.checkpoint_interval_s
             self.checkpoint()
+        if journal is not None:
+            try:
+                journal.sync(now)
+            except OSError as exc:
+                self._journal_errors.inc()
+                self._log.warning("journal_error", "fsync: %s", exc)
         if self.recorder is not None and now >= self._next_flush:
             self._next_flush = now + self.config.status_interval_s
             try:
@@ -347,6 +414,17 @@ class Gateway:
             logger.warning("%d message(s) left unacknowledged; the broker delivers them "
                            "again at the next start", left)
         self.checkpoint()
+        if self.checkpoints is not None and not self.checkpoint_failures:
+            try:
+                self.checkpoints.mark_clean_stop()
+            except OSError as exc:  # the next start then treats the last seq as unknown
+                logger.warning("cannot mark the clean stop: %s", exc)
+        if self.checkpoint_failures:
+            # What these streams learned since their last checkpoint is only in the
+            # label journal (or lost, without one): the exit status says so.
+            self._final_checkpoint_failed = True
+            logger.error("the final checkpoint failed for %d stream(s): %s",
+                         len(self.checkpoint_failures), _name_failures(self.checkpoint_failures))
         info = self.publish_status("stopped")
         deadline = self._clock() + _FINAL_PUBLISH_TIMEOUT_S
         while (info is not None and bridge.connected and not _taken_by_broker(info)
@@ -380,9 +458,10 @@ class Gateway:
     def shutdown(self) -> int:
         """Stop intake, finish, checkpoint, publish "stopped", disconnect (all done by
         the worker; this waits for it); return the exit status (0, or 1 if the worker
-        had failed or did not finish). Idempotent."""
+        had failed or did not finish, or the final checkpoint of any stream failed).
+        Idempotent."""
         if self._shut_down:
-            return 1 if self._failed else 0
+            return 1 if self._failed or self._final_checkpoint_failed else 0
         self._shut_down = True
         self._stop.set()
         if self._worker.is_alive():
@@ -395,9 +474,11 @@ class Gateway:
                 self.recorder.close()
             except OSError as exc:
                 logger.error("closing the recorder failed: %s", exc)
+        if self.journal is not None:
+            self.journal.close()
         self.notifier.close()
         logger.info("stopped")
-        return 1 if self._failed else 0
+        return 1 if self._failed or self._final_checkpoint_failed else 0
 
     def run(self) -> int:
         """Start, wait for a stop request, shut down; return the exit status."""
@@ -409,6 +490,10 @@ class Gateway:
         finally:
             status = self.shutdown()
         return status
+
+
+def _name_failures(failed: dict[str, Exception]) -> str:
+    return "; ".join(f"{stream!r}: {exc}" for stream, exc in failed.items())
 
 
 def _taken_by_broker(info: Any) -> bool:

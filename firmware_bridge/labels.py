@@ -167,24 +167,41 @@ class PendingLabels:
 
     def answer(self, req_id: str, stream: str) -> PendingEntry | Outcome:
         """The pending entry for ``req_id``, removed from the table, if the answer is
-        acceptable; otherwise the :class:`Outcome` saying why not (and counted)."""
+        acceptable; otherwise the :class:`Outcome` saying why not (and counted).
+        :meth:`lookup` then :meth:`settle`, for a caller that takes any label."""
+        entry = self.lookup(req_id, stream)
+        if isinstance(entry, PendingEntry):
+            self.settle(entry)
+        return entry
+
+    def lookup(self, req_id: str, stream: str) -> PendingEntry | Outcome:
+        """The pending, unexpired entry for ``req_id`` on ``stream``, left in the table
+        (the caller checks the label first, then :meth:`settle` closes the request; a
+        label it cannot use leaves the request open for a correct answer within the
+        TTL); otherwise the :class:`Outcome` saying why not (and counted)."""
         entry = self._pending.get(req_id)
         if entry is not None:
             if entry.stream != stream:
                 return self._count(Outcome.WRONG_STREAM)
-            del self._pending[req_id]
             if self._clock() >= entry.deadline:
+                del self._pending[req_id]
                 self._counts["timed_out"] += 1
                 self._close(entry, Outcome.EXPIRED)
                 return self._count(Outcome.EXPIRED)
-            self._close(entry, Outcome.DUPLICATE)
-            self._counts["answered"] += 1
             return entry
         closed = self._recent.get(req_id)
         if closed is None:
             return self._count(Outcome.UNKNOWN_REQUEST)
         closed_stream, outcome = closed
         return self._count(Outcome.WRONG_STREAM if closed_stream != stream else outcome)
+
+    def settle(self, entry: PendingEntry) -> None:
+        """Close ``entry`` (from :meth:`lookup`) as answered: a later answer to it is a
+        duplicate."""
+        if self._pending.pop(entry.req_id, None) is None:
+            return
+        self._close(entry, Outcome.DUPLICATE)
+        self._counts["answered"] += 1
 
     def _count(self, outcome: Outcome) -> Outcome:
         self._counts[outcome.value] += 1

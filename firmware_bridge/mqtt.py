@@ -122,7 +122,7 @@ class MqttSettings:
     clean_start: bool = False
     session_expiry_seconds: int = 86400
     reconnect_min_delay_seconds: int = 1
-    reconnect_max_delay_seconds: int = 120
+    reconnect_max_delay_seconds: int = 5
     username: str = ""
     password: str | None = None
     subscribe_qos: int = 1
@@ -222,6 +222,7 @@ class MqttBridge:
         self.out_connects = 0
         self.out_disconnects = 0
         self.connect_failures = 0
+        self.connect_attempts = 0
         self.subscribe_failures = 0
         self.redelivery_expected = 0
         self.publish_dropped = 0
@@ -358,6 +359,7 @@ class MqttBridge:
         return max(0.0, min(waits, default=_MISC_INTERVAL_S))
 
     def _attempt(self, link: _Link, now: float) -> None:
+        self.connect_attempts += 1
         try:
             link.client.reconnect()
         except (OSError, ValueError) as exc:
@@ -456,6 +458,12 @@ class MqttBridge:
     def _lost(self, link: _Link, reason_code: Any) -> bool:
         was_connected = link.connected
         link.connected = False
+        if not was_connected and not self._leaving:
+            # Closed before the broker's CONNACK (a node still starting, a TLS
+            # handshake refused, a proxy with no broker behind it): a failed attempt.
+            self.connect_failures += 1
+            logger.warning("%s connection to %s closed before the broker accepted it "
+                           "(%s)", link.name, self._where(link), reason_code)
         if not self._leaving:
             self._schedule(link, self._clock())
         if was_connected and self._leaving:
@@ -593,6 +601,7 @@ class MqttBridge:
             "disconnects": self.disconnects,
             "out_connects": self.out_connects,
             "out_disconnects": self.out_disconnects,
+            "connect_attempts": self.connect_attempts,
             "connect_failures": self.connect_failures,
             "subscribe_failures": self.subscribe_failures,
             "redelivery_expected": self.redelivery_expected,

@@ -25,6 +25,11 @@ For every inbound message:
   ``"all"``
       every ``"y"`` is learned (fully supervised baseline).
 
+* a batch ``{"readings": [...]}`` on the data topic is read as its readings one after
+  the other, each exactly as a data message; one prediction message
+  ``{"predictions": [...]}`` answers the accepted ones, a bad reading is rejected and
+  counted alone (``docs/protocol.md``);
+
 * a label answer on ``edgelearn/{stream}/label`` is matched against the pending
   requests; only an answer to a pending, unexpired request of the same stream is
   learned, exactly once, from the features kept at prediction time.
@@ -46,6 +51,13 @@ Multi-label streams (a learner whose ``task`` is ``"multilabel"``, e.g. ``kelm_m
 * the stream status reports ``"hamming_loss"`` and ``"micro_f1"`` over the labels the
   truths named (:class:`~edgelearn.metrics.MultiLabelMetrics`) instead of
   ``"accuracy"`` and ``"f1"``.
+
+The per-message path is lean for the common case: a data message (or batch) on the
+topic of a stream that exists, whose readings are plain (finite numbers, known-good
+channel names, nothing to drop) is decoded once and checked by
+:func:`~firmware_bridge.protocol.plain_reading`; anything else goes through
+:func:`~firmware_bridge.protocol.parse_message`, which gives every verdict. Both end in
+the same code, and ``tests/test_fast_path.py`` holds them to the same outputs.
 
 Nothing a client sends stops the pipeline: every reject is counted by reason
 (:meth:`Pipeline.counters`) and logged at most once per ``log_interval_s`` per reason.
@@ -72,11 +84,14 @@ Memory is bounded by the construction parameters whatever arrives
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+import msgpack
 
 import edgelearn
 from edgelearn._validation import check_number
@@ -88,7 +103,9 @@ from .labels import Outcome, PendingEntry, PendingLabels
 from .protocol import (
     DEFAULT_LIMITS,
     REJECT_REASONS,
+    DataBatch,
     DataMessage,
+    KnownNames,
     LabelMessage,
     Limits,
     RejectCounters,
@@ -96,12 +113,16 @@ from .protocol import (
     encode_label_request,
     encode_prediction,
     parse_message,
+    plain_reading,
+    prediction_fields,
 )
 
 __all__ = [
     "LABEL_POLICIES",
     "PIPELINE_REJECTS",
     "REJECT_COUNTERS",
+    "SEQUENCE_COUNTERS",
+    "SEQ_WINDOW",
     "Outbound",
     "Pipeline",
     "RateLimitedLog",
@@ -120,6 +141,19 @@ PIPELINE_REJECTS: dict[str, str] = {
     "learner_error": "the learner raised on a message (a bug; the message is dropped)",
 }
 """Rejects decided by the pipeline rather than the wire protocol, with what they mean."""
+
+SEQUENCE_COUNTERS: tuple[str, ...] = (
+    "seq_missing", "seq_duplicates", "seq_out_of_order", "seq_restarts",
+)
+"""Per stream and in total: readings whose ``seq`` never came (gaps, counted once a
+later reading arrives; a late one that fills its gap takes itself off), ``seq``
+values that came again, ones that came after a later one, and sensor restarts (a
+``seq`` that starts again: 0, or more than :data:`SEQ_WINDOW` below the last)."""
+
+SEQ_WINDOW = 64
+"""How far back the pipeline remembers which ``seq`` values arrived (one int per
+stream): a reading within it that arrives late is out of order or a duplicate."""
+_WINDOW_MASK = (1 << SEQ_WINDOW) - 1
 
 # Label-table outcomes that are rejects (an answer that was not applied).
 _LABEL_REJECTS = tuple(f"label_{outcome.value}" for outcome in Outcome)
@@ -215,6 +249,11 @@ class _Stream:
         "learned",
         "unusable_labels",
         "last_seq",
+        "seq_window",
+        "seq_missing",
+        "seq_duplicates",
+        "seq_out_of_order",
+        "seq_restarts",
         "last_received_at",
     )
 
@@ -244,10 +283,16 @@ class _Stream:
         self.label_requests = 0
         self.learned = 0
         self.unusable_labels = 0
-        self.last_seq = -1
+        self.last_seq = -1  # -1: none yet, or unknown (restored after a crash)
+        self.seq_window = 0  # bit i: seq last_seq - i arrived (the last SEQ_WINDOW)
+        self.seq_missing = 0
+        self.seq_duplicates = 0
+        self.seq_out_of_order = 0
+        self.seq_restarts = 0
         self.last_received_at = math.nan
 
-    _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels")
+    _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels",
+                 *SEQUENCE_COUNTERS)
 
     def counters(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self._COUNTERS}
@@ -383,6 +428,30 @@ class Pipeline:
         self._label_requests = 0
         self._asked = 0
         self._learned = 0
+        self._batches = 0
+        self._sequence_counts = dict.fromkeys(SEQUENCE_COUNTERS, 0)
+        self.on_learn: Callable[[str, int, Any, Any, Any], None] | None = None
+        """Called as ``on_learn(stream, n, slots, z, y)`` before a stream learns its
+        ``n``-th label (``n`` counts from 0, as the ``learned`` counter); the gateway
+        journals it there (:mod:`firmware_bridge.journal`)."""
+        # The fast path (see handle): data topics of the streams that exist, names
+        # that passed the rules, a decoder and an encoder set up once.
+        self._data_topics: dict[str, _Stream] = {}
+        self._names = KnownNames(limits.max_channel_name_bytes)
+        self._unpack = functools.partial(
+            msgpack.unpackb,
+            raw=False,
+            use_list=True,
+            strict_map_key=False,
+            max_str_len=limits.max_string_bytes,
+            max_bin_len=limits.max_string_bytes,
+            max_ext_len=limits.max_string_bytes,
+            max_array_len=limits.max_container_len,
+            max_map_len=limits.max_container_len,
+        )
+        self._pack = msgpack.Packer(use_bin_type=True).pack
+        # A batch of plain readings nests 4 deep (message, readings, reading, ch).
+        self._fast_batches = limits.max_depth >= 4
 
     # -- the per-message path --------------------------------------------------
 
@@ -392,11 +461,52 @@ class Pipeline:
         Never raises for anything a client can send.
         """
         self._messages += 1
+        # Fast path: a data message (or batch) on a known stream's topic whose readings
+        # are all plain (protocol.plain_reading): one cached topic lookup, one decode,
+        # no checks it does not need. Anything else, and anything wrong, goes the full
+        # way below, which gives every verdict; both end in the same _answer code.
+        stream = self._data_topics.get(topic)
+        if (
+            stream is not None
+            and type(payload) is bytes
+            and len(payload) <= self.limits.max_payload_bytes
+        ):
+            try:
+                obj = self._unpack(payload)
+            except Exception:  # the full path names what is wrong
+                obj = None
+            if type(obj) is dict:
+                reading = plain_reading(obj, self.limits, self._names)
+                if reading is not None:
+                    return self._answer(stream, reading, received_at)
+                if len(obj) == 1 and self._fast_batches:
+                    readings = obj.get("readings")
+                    if type(readings) is list and 0 < len(readings) <= self.limits.max_batch_readings:
+                        limits, names = self.limits, self._names
+                        plain = [plain_reading(r, limits, names) for r in readings]
+                        if None not in plain:
+                            return self._answer_batch(stream, plain, received_at)
         message = parse_message(topic, payload, self.topics, self.limits)
         if isinstance(message, DataMessage):
             if message.non_finite:
                 self._rejects.count(message)
-            return self._handle_data(message, received_at)
+            stream = self._stream(message.stream)
+            if stream is None:
+                return []
+            return self._answer(
+                stream, (message.ts, message.seq, message.channels, message.y), received_at
+            )
+        if isinstance(message, DataBatch):
+            self._rejects.count(message)
+            for index, reject in message.rejects:
+                self._log.warning(reject.reason, "%s (reading %d of a batch on topic %.80r)",
+                                  reject.detail, index, topic)
+            stream = self._stream(message.stream) if message.readings else None
+            if stream is None:
+                return []
+            return self._answer_batch(
+                stream, [(r.ts, r.seq, r.channels, r.y) for r in message.readings], received_at
+            )
         if isinstance(message, LabelMessage):
             self._handle_label(message)
             return []
@@ -417,65 +527,138 @@ class Pipeline:
             )
             return None
         learner = edgelearn.make_learner(self.learner_kind, self.learner_params)
-        stream = self._streams[name] = _Stream(name, learner, self.topics)
+        stream = _Stream(name, learner, self.topics)
+        self._add(stream)
         return stream
+
+    def _add(self, stream: _Stream) -> None:
+        self._streams[stream.name] = stream
+        try:
+            self._data_topics[self.topics.data(stream.name)] = stream
+        except ValueError:  # a reserved id (only restore() can bring one): no fast path
+            pass
 
     def _reject(self, reason: str, message: str, *args: Any) -> None:
         self._own_rejects[reason] += 1
         self._log.warning(reason, message, *args)
 
-    def _handle_data(self, message: DataMessage, received_at: float) -> list[Outbound]:
-        stream = self._stream(message.stream)
-        if stream is None:
+    def _answer(self, stream: _Stream, reading: tuple, received_at: float) -> list[Outbound]:
+        """The prediction message (and any label request) for one accepted reading."""
+        result = self._predict(stream, reading, received_at)
+        if result is None:
             return []
+        fields, request = result
+        try:
+            payload = self._pack(fields)
+        except TypeError:  # a learner that returns NumPy scalars: convert them
+            payload = encode_prediction(**fields)
+        prediction = Outbound(stream.prediction_topic, payload, self.prediction_qos, False)
+        return [prediction] if request is None else [prediction, request]
+
+    def _answer_batch(self, stream: _Stream, readings: list, received_at: float) -> list[Outbound]:
+        """One prediction message for the accepted readings of a batch (in batch
+        order), then the label requests of its readings, as for single readings."""
+        predictions = []
+        requests = []
+        for reading in readings:
+            result = self._predict(stream, reading, received_at)
+            if result is not None:
+                predictions.append(result[0])
+                if result[1] is not None:
+                    requests.append(result[1])
+        if not predictions:
+            return requests
+        try:
+            payload = self._pack({"predictions": predictions})
+        except TypeError:
+            payload = self._pack({"predictions": [prediction_fields(**p) for p in predictions]})
+        self._batches += 1
+        return [Outbound(stream.prediction_topic, payload, self.prediction_qos, False), *requests]
+
+    def _predict(
+        self, stream: _Stream, reading: tuple, received_at: float
+    ) -> tuple[dict[str, Any], Outbound | None] | None:
+        """Predict one reading ``(ts, seq, channels, y)``, learn or request its label as
+        the policy says; return its prediction map and label request (or None), or None
+        if the learner refused it (counted)."""
+        ts, seq, channels, y = reading
         learner = stream.learner
         try:
-            decision = learner.decide_one(message.channels)
+            decision = learner.decide_one(channels)
         except (ValueError, TypeError) as exc:
-            self._reject("learner_error", "stream %r seq %d: %s", stream.name, message.seq, exc)
-            return []
+            self._reject("learner_error", "stream %r seq %d: %s", stream.name, seq, exc)
+            return None
         self._data += 1
         stream.data += 1
-        stream.last_seq = message.seq
+        if seq == stream.last_seq + 1:  # the usual case: the next one
+            stream.last_seq = seq
+            stream.seq_window = ((stream.seq_window << 1) | 1) & _WINDOW_MASK
+        else:
+            self._sequence(stream, seq)
         stream.last_received_at = received_at
-        if decision.ask:
+        label, ask = decision.label, decision.ask
+        if ask:
             self._asked += 1
             stream.asked += 1
-        y = message.y
-        truth_ok = y is not None and self._score(stream, y, decision.label)
-        out = [
-            Outbound(
-                stream.prediction_topic,
-                encode_prediction(message.seq, message.ts, decision.label, decision.score,
-                                  decision.ask),
-                self.prediction_qos,
-                False,
-            )
-        ]
+        fields = {"seq": seq, "ts": ts, "y": label, "score": decision.score, "query": ask}
         self._predictions += 1
-        policy = self.label_policy
+        request = None
         if y is None:
-            if decision.ask and policy == "request":
-                req = self.labels.issue(
-                    stream.name, message.seq, (decision.slots, decision.z), decision.label
-                )
-                out.append(
-                    Outbound(
-                        stream.label_request_topic,
-                        encode_label_request(
-                            req, message.seq, message.ts, decision.label, decision.score,
-                            self.labels.ttl_seconds,
-                            learner.targets.labels if stream.multilabel else None,
-                        ),
-                        self.label_request_qos,
-                        False,
-                    )
+            if ask and self.label_policy == "request":
+                req = self.labels.issue(stream.name, seq, (decision.slots, decision.z), label)
+                request = Outbound(
+                    stream.label_request_topic,
+                    encode_label_request(
+                        req, seq, ts, label, decision.score, self.labels.ttl_seconds,
+                        learner.targets.labels if stream.multilabel else None,
+                    ),
+                    self.label_request_qos,
+                    False,
                 )
                 self._label_requests += 1
                 stream.label_requests += 1
-        elif truth_ok and (policy != "from_data" or decision.ask):
+        elif self._score(stream, y, label) and (self.label_policy != "from_data" or ask):
             self._learn(stream, decision.slots, decision.z, y)
-        return out
+        return fields, request
+
+    def _sequence(self, stream: _Stream, seq: int) -> None:
+        """Account for a reading whose ``seq`` is not the one after the last."""
+        last = stream.last_seq
+        if last < 0:  # the stream's first reading (or the first after a crash)
+            stream.last_seq, stream.seq_window = seq, 1
+        elif seq > last:
+            gap = seq - last - 1
+            stream.seq_missing += gap
+            self._sequence_counts["seq_missing"] += gap
+            stream.last_seq = seq
+            stream.seq_window = (
+                ((stream.seq_window << (gap + 1)) | 1) & _WINDOW_MASK if gap < SEQ_WINDOW else 1
+            )
+            self._log.warning("seq_gap", "stream %r: %d message(s) missing (seq %d after %d)",
+                              stream.name, gap, seq, last)
+        elif seq == 0 or last - seq >= SEQ_WINDOW:
+            stream.seq_restarts += 1
+            self._sequence_counts["seq_restarts"] += 1
+            stream.last_seq, stream.seq_window = seq, 1
+            self._log.warning("seq_restart", "stream %r: seq %d after %d (the sensor "
+                              "restarted?)", stream.name, seq, last)
+        else:
+            bit = 1 << (last - seq)
+            if seq == last or stream.seq_window & bit:
+                stream.seq_duplicates += 1
+                self._sequence_counts["seq_duplicates"] += 1
+            else:  # late, but it came: no longer missing
+                stream.seq_window |= bit
+                stream.seq_out_of_order += 1
+                stream.seq_missing -= 1
+                self._sequence_counts["seq_out_of_order"] += 1
+                self._sequence_counts["seq_missing"] -= 1
+
+    def forget_last_seq(self, stream: str) -> None:
+        """Forget where ``stream``'s sequence stood (a checkpoint written before a
+        crash: readings after it were processed, so a gap from it would be false)."""
+        entry = self._streams[stream]
+        entry.last_seq, entry.seq_window = -1, 0
 
     def _score(self, stream: _Stream, y: Any, predicted: Any) -> bool:
         """Count the prediction against the true label ``y``; False if the stream's
@@ -505,31 +688,42 @@ class Pipeline:
         stream.unusable_labels += 1
         self._reject("unusable_label", "stream %r: label %.40r: %s", stream.name, y, why)
 
-    def _learn(self, stream: _Stream, slots: Any, z: Any, y: Any) -> None:
+    def _learn(self, stream: _Stream, slots: Any, z: Any, y: Any) -> bool:
+        """Teach ``stream`` label ``y`` of the features ``(slots, z)``; return whether
+        it learned. ``on_learn`` (the gateway's label journal) hears of it first, so
+        a crash right after the update cannot lose it."""
+        if self.on_learn is not None:
+            self.on_learn(stream.name, stream.learned, slots, z, y)
         try:
             stream.learner.learn(slots, z, y)
         except ValueError as exc:
             self._unusable(stream, y, str(exc))
-            return
+            return False
         except TypeError as exc:
             self._reject("learner_error", "stream %r: learn(%.40r): %s", stream.name, y, exc)
-            return
+            return False
         self._learned += 1
         stream.learned += 1
+        return True
 
     def _handle_label(self, message: LabelMessage) -> None:
         self._label_messages += 1
-        result = self.labels.answer(message.req, message.stream)
+        labels = self.labels
+        # Looked up, not closed: an answer the stream's learner cannot take leaves the
+        # request open, so a correct answer sent after it (within the TTL) is learned.
+        result = labels.lookup(message.req, message.stream)
         if isinstance(result, PendingEntry):
             stream = self._streams.get(result.stream)
             if stream is None:  # restore() replaced the stream set; nothing to teach
+                labels.settle(result)
                 return
             problem = _label_problem(stream, message.y)
             if problem:
                 self._unusable(stream, message.y, problem)
                 return
             slots, z = result.features
-            self._learn(stream, slots, z, message.y)
+            if self._learn(stream, slots, z, message.y):
+                labels.settle(result)
             return
         self._log.warning(
             f"label_{result.value}",
@@ -560,6 +754,35 @@ class Pipeline:
         entry = self._streams[stream]
         return entry.data + entry.learned
 
+    def layout(self, stream: str) -> tuple[int, int]:
+        """What ``stream``'s slots mean, as a pair that changes whenever its channel
+        map does: (channels assigned, channels evicted)."""
+        channels = self._streams[stream].learner.channels
+        return channels.n_assigned, channels.n_evicted
+
+    def relearn(self, stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any,
+                y: Any) -> str:
+        """Teach ``stream`` a journaled lesson (:mod:`firmware_bridge.journal`): its
+        ``n``-th label, with the features kept at prediction time. Returns
+        ``"replayed"``; ``"skipped"`` if the stream has learned it already (``n`` below
+        its ``learned`` count); ``"out_of_order"`` if an earlier one is missing;
+        ``"layout_mismatch"`` if the stream's channel map is not the one the slots
+        refer to; ``"failed"`` if the learner refuses it (as it did live)."""
+        entry = self._streams[stream]
+        if n < entry.learned:
+            return "skipped"
+        if n > entry.learned:
+            return "out_of_order"
+        if self.layout(stream) != tuple(layout):
+            return "layout_mismatch"
+        try:
+            entry.learner.learn(slots, z, y)
+        except (ValueError, TypeError):
+            return "failed"
+        self._learned += 1
+        entry.learned += 1
+        return "replayed"
+
     def metrics(self, stream: str) -> ClassificationMetrics:
         """The prequential metrics of ``stream`` (``KeyError`` if unknown)."""
         return self._streams[stream].metrics
@@ -567,14 +790,17 @@ class Pipeline:
     def counters(self) -> dict[str, int]:
         """Every counter, zeros included, in a stable set of keys:
 
-        ``messages``, ``data``, ``label_messages``, ``predictions``, ``asked``,
-        ``label_requests``, ``learned``; each protocol reject reason and
-        ``non_finite_values``; each of :data:`PIPELINE_REJECTS`; the label table's
+        ``messages`` (inbound MQTT messages), ``batches`` (batch messages answered),
+        ``data`` (readings accepted, a batch's each), ``label_messages``,
+        ``predictions`` (readings predicted), ``asked``, ``label_requests``,
+        ``learned``; the sequence counters (:data:`SEQUENCE_COUNTERS`, summed over
+        streams); each protocol reject reason and ``non_finite_values``; each of :data:`PIPELINE_REJECTS`; the label table's
         counters prefixed ``label_`` (``label_pending`` is a gauge); and ``rejected``,
         the sum of every reject.
         """
         counts = {
             "messages": self._messages,
+            "batches": self._batches,
             "data": self._data,
             "label_messages": self._label_messages,
             "predictions": self._predictions,
@@ -582,6 +808,7 @@ class Pipeline:
             "label_requests": self._label_requests,
             "learned": self._learned,
         }
+        counts.update(self._sequence_counts)
         counts.update(self._rejects.as_dict())
         counts.update(self._own_rejects)
         for key, value in self.labels.as_dict().items():
@@ -669,7 +896,8 @@ class Pipeline:
                 setattr(entry, name, value)
         last_seq = state.get("last_seq", -1)
         entry.last_seq = last_seq if isinstance(last_seq, int) else -1
-        self._streams[stream] = entry
+        entry.seq_window = 1 if entry.last_seq >= 0 else 0
+        self._add(entry)
 
 
 def _label_problem(stream: _Stream, y: Any) -> str | None:

@@ -3,11 +3,21 @@
 A log file is a plain sequence of msgpack objects (no framing of our own, so any
 msgpack library can read it):
 
-1. a header map ``{"format": "edgelearn-log", "version": 1, "created": <float unix
+1. a header map ``{"format": "edgelearn-log", "version": 2, "created": <float unix
    time>}``;
-2. then records, each a msgpack array ``[topic: str, received_at: float, payload:
-   bin]``, where ``payload`` is the raw MQTT payload exactly as it arrived (even when
-   the gateway rejected it, so a replay sees what the gateway saw).
+2. then records, each a msgpack array ``[body: bin, crc32: int]``: ``body`` is the
+   msgpack array ``[topic: str, received_at: float, payload: bin]`` and ``crc32`` its
+   CRC-32 (``zlib.crc32``), where ``payload`` is the raw MQTT payload exactly as it
+   arrived (even when the gateway rejected it, so a replay sees what the gateway
+   saw).
+
+Version 1 files (records ``[topic, received_at, payload]``, no checksum) still read.
+A damaged record (a bad checksum, a record that does not decode or has the wrong
+shape, a file that ends inside one) is reported with its byte offset and stops the
+reading of that file, never read as data: msgpack has no sync marker, so after a
+damaged record (a flipped length byte moves where the next one seems to start)
+nothing that follows can be trusted, and ``edgelearn replay`` exits 1 rather than
+give results from part of a log as if they were whole.
 
 Other code (replay, the offline demo, tools) depends on this layout: change it only
 with a new ``version``.
@@ -23,7 +33,7 @@ reading that file stops there); :func:`iter_logs` reads many files or directorie
 ...     write_log(path, [("sensors/s1/data", 1700000000.5, b"\\x80")])
 ...     [(r.topic, r.received_at, r.payload, r.offset) for r in read_log(path)]
 1
-[('sensors/s1/data', 1700000000.5, b'\\x80', 48)]
+[('sensors/s1/data', 1700000000.5, b'\\x80', 59)]
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -54,7 +65,8 @@ __all__ = [
 ]
 
 LOG_FORMAT = "edgelearn-log"
-LOG_VERSION = 1
+LOG_VERSION = 2
+LOG_VERSIONS = (1, 2)  # what read_log reads
 LOG_SUFFIX = ".msgpack"
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -98,27 +110,42 @@ class LogError(ValueError):
 
 
 def pack_header(created: float) -> bytes:
-    """The msgpack header that starts every log file.
+    """The msgpack header that starts every log file, with the CRC-32 of its other
+    fields (:func:`_header_crc`).
 
-    >>> msgpack.unpackb(pack_header(1.5))
-    {'format': 'edgelearn-log', 'version': 1, 'created': 1.5}
+    >>> header = msgpack.unpackb(pack_header(1.5))
+    >>> header["format"], header["version"], header["created"]
+    ('edgelearn-log', 2, 1.5)
     """
+    created = float(created)
     return msgpack.packb(
-        {"format": LOG_FORMAT, "version": LOG_VERSION, "created": float(created)},
+        {"format": LOG_FORMAT, "version": LOG_VERSION, "created": created,
+         "crc32": _header_crc(LOG_VERSION, created)},
         use_bin_type=True,
     )
 
 
-def pack_record(topic: str, received_at: float, payload: bytes) -> bytes:
-    """One record as msgpack bytes; raises ``TypeError`` for values the format cannot hold.
+def _header_crc(version: Any, created: Any) -> int:
+    return zlib.crc32(msgpack.packb([LOG_FORMAT, version, created], use_bin_type=True))
 
-    >>> msgpack.unpackb(pack_record("t", 2, b"x"))
-    ['t', 2.0, b'x']
+
+def pack_record(topic: str, received_at: float, payload: bytes) -> bytes:
+    """One record as msgpack bytes (``[body, crc32]``, version 2); raises
+    ``TypeError`` for values the format cannot hold.
+
+    >>> body, crc = msgpack.unpackb(pack_record("t", 2, b"x"))
+    >>> msgpack.unpackb(body), crc == zlib.crc32(body)
+    (['t', 2.0, b'x'], True)
     >>> pack_record("t", 2.0, "x")
     Traceback (most recent call last):
     ...
     TypeError: a log record payload must be bytes, got str
     """
+    body = _pack_body(topic, received_at, payload)
+    return msgpack.packb([body, zlib.crc32(body)], use_bin_type=True)
+
+
+def _pack_body(topic: str, received_at: float, payload: bytes) -> bytes:
     if not isinstance(topic, str):
         raise TypeError(f"a log record topic must be a str, got {type(topic).__name__}")
     if isinstance(received_at, bool) or not isinstance(received_at, (int, float)):
@@ -312,11 +339,14 @@ def _header_problem(header: Any) -> str | None:
             f"(got {_describe(header)})"
         )
     version = header.get("version")
-    if type(version) is not int or version != LOG_VERSION:
-        return f"unsupported {LOG_FORMAT} version {version!r} (this reader knows {LOG_VERSION})"
+    if type(version) is not int or version not in LOG_VERSIONS:
+        return (f"unsupported {LOG_FORMAT} version {version!r} (this reader knows "
+                f"{', '.join(map(str, LOG_VERSIONS))})")
     created = header.get("created")
     if isinstance(created, bool) or not isinstance(created, (int, float)):
         return f"header 'created' must be a number, got {_describe(created)}"
+    if version >= 2 and header.get("crc32") != _header_crc(version, created):
+        return "corrupt header: checksum mismatch (the header's bytes were changed)"
     return None
 
 
@@ -331,6 +361,27 @@ def _as_record(obj: Any, offset: int) -> LogRecord | None:
     ):
         return LogRecord(obj[0], float(obj[1]), obj[2], offset)
     return None
+
+
+_V1_SHAPE = "an array [topic: str, received_at: float, payload: bin]"
+
+
+def _as_checked_record(obj: Any, offset: int) -> LogRecord | str:
+    """A version 2 record ``[body, crc32]`` as a :class:`LogRecord`, or what is wrong."""
+    if not (isinstance(obj, list) and len(obj) == 2 and isinstance(obj[0], bytes)
+            and type(obj[1]) is int):
+        return f"corrupt record: expected an array [body: bin, crc32: int], got {_describe(obj)}"
+    body, crc = obj
+    if zlib.crc32(body) != crc:
+        return "corrupt record: checksum mismatch (the record's bytes were changed)"
+    try:
+        inner = msgpack.unpackb(body, raw=False, use_list=True, strict_map_key=True)
+    except Exception as exc:  # a checksum that matches a body that does not decode
+        return f"corrupt record: {_exception_text(exc)}"
+    record = _as_record(inner, offset)
+    if record is None:
+        return f"corrupt record: expected a body {_V1_SHAPE}, got {_describe(inner)}"
+    return record
 
 
 def _unpacker(file: Any) -> msgpack.Unpacker:
@@ -404,6 +455,7 @@ def read_log(
         if problem:
             report(0, problem)
             return
+        checked = header["version"] >= 2
         while True:
             offset = unpacker.tell()
             try:
@@ -415,14 +467,16 @@ def read_log(
             except Exception as exc:  # FormatError, StackError, bad UTF-8, BufferFull...
                 report(offset, f"corrupt record: {_exception_text(exc)}")
                 return
-            record = _as_record(obj, offset)
-            if record is None:
-                report(
-                    offset,
-                    "corrupt record: expected an array [topic: str, received_at: float, "
-                    f"payload: bin], got {_describe(obj)}",
-                )
-                return
+            if checked:
+                record = _as_checked_record(obj, offset)
+                if isinstance(record, str):
+                    report(offset, record)
+                    return
+            else:
+                record = _as_record(obj, offset)
+                if record is None:
+                    report(offset, f"corrupt record: expected {_V1_SHAPE}, got {_describe(obj)}")
+                    return
             yield record
 
 

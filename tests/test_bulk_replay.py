@@ -7,7 +7,7 @@ import pytest
 
 from firmware_bridge.bulk_replay import replay_records
 from firmware_bridge.pipeline import Pipeline
-from firmware_bridge.protocol import Limits, encode_data, encode_label
+from firmware_bridge.protocol import Limits, encode_batch, encode_data, encode_label
 from firmware_bridge.recorder import LogRecord, iter_logs, write_log
 
 
@@ -46,8 +46,16 @@ def _log_records(seed: int, n: int = 3000, label_kind: str = "str") -> list[LogR
         elif r < 0.71:
             y = third
         payload = encode_data(t, seq, channels, y)
-        if rng.random() < 0.01:
+        if i % 97 == 5:  # a batch of readings (one of them bad now and then)
+            more = [(t + 0.1 * k, seq + k, channels, y) for k in range(1, 4)]
+            seqs[stream] = seq + 3
+            payload = encode_batch([(t, seq, channels, y), *more])
+            if i % 3 == 0:
+                payload = payload.replace(b"seq", b"sex", 1)
+        elif rng.random() < 0.01:
             payload = payload[:-3]  # malformed
+        if rng.random() < 0.005:
+            seqs[stream] += 2  # a gap in the sequence
         records.append(LogRecord(f"sensors/{stream}/data", t, payload))
         if rng.random() < 0.01:
             records.append(LogRecord("sensors/kitchen/oops", t, b"\x80"))
@@ -108,6 +116,7 @@ def test_jitted_log_replay_equals_the_live_pipeline(seed, labels, policy):
     # the log has what the test is about
     assert c["too_many_streams"] > 0 and c["unusable_label"] > 0 and c["non_finite_values"] > 0
     assert c["not_msgpack"] > 0 and c["unknown_topic"] > 0 and c["label_unknown_request"] > 0
+    assert c["batches"] > 0 and c["seq_missing"] > 0 and c["missing_field"] > 0
     assert any(s["channels_evicted"] > 0 for s in bulk.status()["streams"].values())
     for name in live.streams:
         a, b = ran["outputs"][name], jitted["outputs"][name]

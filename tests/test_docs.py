@@ -20,6 +20,7 @@ from firmware_bridge.protocol import (
     COUNTER_KEYS,
     INBOUND_KINDS,
     KINDS,
+    DataBatch,
     DataMessage,
     LabelMessage,
     Limits,
@@ -86,9 +87,11 @@ def test_protocol_page_examples(octal, topic, verdict, rest):
     payload = bytes(int(o, 8) for o in re.findall(r"\\([0-7]{3})", octal))
     result = parse_message(topic, payload, Topics())
     if verdict == "accepted":
-        assert isinstance(result, (DataMessage, LabelMessage)), result
+        assert isinstance(result, (DataMessage, DataBatch, LabelMessage)), result
         kind = Topics().parse(topic)[0]
-        assert isinstance(result, DataMessage if kind == "data" else LabelMessage)
+        assert isinstance(result, (DataMessage, DataBatch) if kind == "data" else LabelMessage)
+        if isinstance(result, DataBatch):  # every reading of an accepted batch is used
+            assert result.readings and not result.rejects, result
     else:
         assert isinstance(result, Reject), result
         assert result.reason == verdict.split(": ")[1], result

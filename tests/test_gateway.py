@@ -175,3 +175,20 @@ def test_one_counter_registry_feeds_the_status_the_cli_and_an_exporter(tmp_path,
     assert 'edgelearn_data{gateway="gw1"} 1' in text
     assert "# TYPE edgelearn_label_pending gauge" in text
     assert "# TYPE edgelearn_checkpoints_written counter" in text
+
+
+def test_sequence_counts_reach_the_status_and_edgelearn_status(tmp_path, capsys):
+    from firmware_bridge.cli import _print_status
+
+    gateway = Gateway(make_config(tmp_path), notifier=SystemdNotifier({}))
+    for seq in (0, 1, 5, 5, 0):
+        gateway.pipeline.handle("sensors/s1/data", encode_data(0.0, seq, {"a": 1.0}), 0.0)
+    status = gateway.status()
+    stream = status["streams"]["s1"]
+    assert (stream["seq_missing"], stream["seq_duplicates"], stream["seq_restarts"]) == (3, 1, 1)
+    assert status["counters"]["seq_missing"] == 3
+    assert {"seq_missing", "seq_duplicates", "seq_restarts"} <= set(status["counter_problems"])
+    _print_status(status)
+    out = capsys.readouterr().out
+    assert "seq_missing 3" in out.splitlines()[2]  # the "also:" line
+    assert "s1: 5 messages" in out and "seq: missing 3, duplicates 1, restarts 1" in out

@@ -213,6 +213,8 @@ def _bad_inputs():
         "bad_channel_name": (topics.data("s1"), pack({"ts": 1.0, "seq": 1, "ch": {"a b": 1.0}})),
         "bad_value_type": (topics.data("s1"), pack({"ts": 1.0, "seq": 1, "ch": {"a": True}})),
         "bad_label": (topics.label("s1"), pack({"req": "gw1-0-00", "y": 0.5})),
+        "bad_batch": (topics.data("s1"), pack({"readings": [], "ts": 1.0})),
+        "too_many_readings": (topics.data("s1"), pack({"readings": [good] * 65})),
     }
 
 
@@ -525,6 +527,91 @@ def test_an_ensemble_stream_asks_for_every_label_and_learns_the_answers():
     assert counts["learned"] == 600 and counts["label_answered"] == 600 and counts["rejected"] == 0
     assert pipeline.learner("room").members == 3
     assert sum(hits[-200:]) / 200 > 0.8
+
+
+@pytest.mark.parametrize("bad", [{"x": True}, "yes", 5, "a", -7])
+def test_an_unusable_answer_leaves_the_request_open_for_a_correct_one(bad):
+    pipeline, clock = make("pa", label_ttl_s=60.0)
+    # A binary stream that knows its two labels: anything else is a third one.
+    pipeline.handle(*data("s1", 0, {"a": 1.0}, y=True), received_at=0.0)
+    pipeline.handle(*data("s1", 1, {"a": -1.0}, y=False), received_at=0.0)
+    out = pipeline.handle(*data("s1", 2, {"a": 1.0, "b": 2.0}), received_at=0.0)
+    (request,) = requests_in(out)
+    calls = spy_learn(pipeline, "s1")
+    pipeline.handle(*label("s1", request["req"], bad), received_at=0.0)
+    counts = pipeline.counters()
+    assert counts["unusable_label"] == 1 and counts["learned"] == 2
+    assert counts["label_pending"] == 1 and counts["label_answered"] == 0
+    # The correct answer right after it is learned, once.
+    clock.now += 59.0
+    pipeline.handle(*label("s1", request["req"], True), received_at=0.0)
+    pipeline.handle(*label("s1", request["req"], True), received_at=0.0)
+    counts = pipeline.counters()
+    assert [c[2] for c in calls if c[2] is True or c[2] is False] == [True]
+    assert counts["learned"] == 3 and counts["label_answered"] == 1
+    assert counts["label_duplicate"] == 1 and counts["label_pending"] == 0
+
+
+def test_an_unusable_answer_does_not_extend_the_ttl():
+    pipeline, clock = make("pa", label_ttl_s=60.0)
+    (request,) = requests_in(pipeline.handle(*data("s1", 0, {"a": 1.0}), received_at=0.0))
+    pipeline.handle(*label("s1", request["req"], {"x": True}), received_at=0.0)  # a map
+    clock.now += 60.0
+    pipeline.handle(*label("s1", request["req"], True), received_at=0.0)
+    counts = pipeline.counters()
+    assert counts["learned"] == 0 and counts["label_expired"] == 1
+
+
+def test_a_multiclass_answer_beyond_n_classes_leaves_the_request_open():
+    pipeline, _ = make("synthesis_nb", {"capacity": 8, "n_classes": 3})  # asks for all
+    for seq, y in enumerate("abc"):
+        pipeline.handle(*data("s1", seq, {"a": float(seq)}, y=y), received_at=0.0)
+    (request,) = requests_in(pipeline.handle(*data("s1", 3, {"a": 1.0}), received_at=0.0))
+    pipeline.handle(*label("s1", request["req"], "d"), received_at=0.0)  # a 4th class
+    assert pipeline.counters()["label_pending"] == 1
+    pipeline.handle(*label("s1", request["req"], "b"), received_at=0.0)
+    counts = pipeline.counters()
+    assert counts["learned"] == 4 and counts["label_answered"] == 1
+
+
+def _seq_counts(pipeline, stream="s1"):
+    status = pipeline.status()
+    per_stream = {k: status["streams"][stream][k] for k in
+                  ("seq_missing", "seq_duplicates", "seq_out_of_order", "seq_restarts")}
+    totals = {k: status["counters"][k] for k in per_stream}
+    assert per_stream == totals  # one stream: the totals are its counts
+    return per_stream
+
+
+def test_sequence_accounting_gaps_duplicates_out_of_order_and_restarts(caplog):
+    pipeline, _ = make("pa")
+    seqs = [0, 1, 2, 5, 6, 4, 4, 6, 7, 200, 201, 0, 1, 2, 100]
+    for seq in seqs:
+        pipeline.handle(*data("s1", seq, {"a": 1.0}), received_at=0.0)
+    counts = _seq_counts(pipeline)
+    # 3, 4 missing after 5; 4 comes late; 4 and 6 again; 8..199 missing; 0 restarts;
+    # 3..99 missing after the restart.
+    assert counts == {"seq_missing": 1 + 192 + 97, "seq_duplicates": 2,
+                      "seq_out_of_order": 1, "seq_restarts": 1}
+    assert pipeline.counters()["predictions"] == len(seqs)  # accounted, still predicted
+    assert "stream 's1': 2 message(s) missing (seq 5 after 2)" in caplog.text
+
+
+def test_sequence_accounting_of_batched_readings():
+    from firmware_bridge.protocol import encode_batch
+    pipeline, _ = make("pa")
+    readings = [(0.0, seq, {"a": 1.0}, None) for seq in (0, 1, 3, 4, 4, 2)]
+    pipeline.handle("sensors/s1/data", encode_batch(readings), received_at=0.0)
+    assert _seq_counts(pipeline) == {"seq_missing": 0, "seq_duplicates": 1,
+                                     "seq_out_of_order": 1, "seq_restarts": 0}
+
+
+def test_sequence_far_behind_is_a_restart_and_a_huge_gap_is_counted():
+    pipeline, _ = make("pa")
+    for seq in (10**9, 10**9 + 5, 3):
+        pipeline.handle(*data("s1", seq, {"a": 1.0}), received_at=0.0)
+    assert _seq_counts(pipeline) == {"seq_missing": 4, "seq_duplicates": 0,
+                                     "seq_out_of_order": 0, "seq_restarts": 1}
 
 
 @pytest.mark.parametrize("kind", ["pa", "paacds", "synthesis_nb", "ensemble"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import struct
+import zlib
 
 import msgpack
 import pytest
@@ -49,14 +50,16 @@ def test_file_is_header_then_record_arrays_exactly(tmp_path):
     path = tmp_path / "a.msgpack"
     write_log(path, [("sensors/x/data", 12.5, b"\x81\xa1a\x01")], created=99.0)
     objects = list(msgpack.Unpacker(open(path, "rb"), raw=False))
+    body = msgpack.packb(["sensors/x/data", 12.5, b"\x81\xa1a\x01"], use_bin_type=True)
     assert objects == [
-        {"format": "edgelearn-log", "version": 1, "created": 99.0},
-        ["sensors/x/data", 12.5, b"\x81\xa1a\x01"],
+        {"format": "edgelearn-log", "version": 2, "created": 99.0,
+         "crc32": zlib.crc32(msgpack.packb(["edgelearn-log", 2, 99.0]))},
+        [body, zlib.crc32(body)],
     ]
     # The payload is msgpack bin (not str) and the time a float64, byte for byte.
     raw = path.read_bytes()
     assert raw == pack_header(99.0) + pack_record("sensors/x/data", 12.5, b"\x81\xa1a\x01")
-    assert raw.endswith(b"\xcb" + struct.pack(">d", 12.5) + b"\xc4\x04\x81\xa1a\x01")
+    assert body.endswith(b"\xcb" + struct.pack(">d", 12.5) + b"\xc4\x04\x81\xa1a\x01")
 
 
 def test_round_trip_with_offsets(tmp_path):
@@ -70,7 +73,9 @@ def test_round_trip_with_offsets(tmp_path):
     for record in read:
         unpacker = msgpack.Unpacker(raw=False)
         unpacker.feed(raw[record.offset :])
-        assert unpacker.unpack() == [record.topic, record.received_at, record.payload]
+        body, crc = unpacker.unpack()
+        assert msgpack.unpackb(body) == [record.topic, record.received_at, record.payload]
+        assert crc == zlib.crc32(body)
 
 
 def test_write_log_accepts_log_records(tmp_path):
@@ -94,7 +99,8 @@ def test_pack_record_rejects_what_the_format_cannot_hold():
         pack_record("t", True, b"")
     with pytest.raises(TypeError, match="payload"):
         pack_record("t", 1.0, "text")
-    assert msgpack.unpackb(pack_record("t", 1, bytearray(b"ab"))) == ["t", 1.0, b"ab"]
+    body, _ = msgpack.unpackb(pack_record("t", 1, bytearray(b"ab")))
+    assert msgpack.unpackb(body) == ["t", 1.0, b"ab"]
 
 
 # --- writer and rotation ------------------------------------------------------------
@@ -251,7 +257,7 @@ def test_valid_msgpack_of_the_wrong_shape_is_corrupt_not_skipped(tmp_path):
         (b"\xc1", "no valid header"),
         (msgpack.packb([1, 2]), "not an edgelearn-log file"),
         (msgpack.packb({"format": "other", "version": 1, "created": 0.0}), "not an edgelearn-log"),
-        (msgpack.packb({"format": "edgelearn-log", "version": 2, "created": 0.0}), "version 2"),
+        (msgpack.packb({"format": "edgelearn-log", "version": 3, "created": 0.0}), "version 3"),
         (msgpack.packb({"format": "edgelearn-log", "version": True, "created": 0.0}), "version"),
         (msgpack.packb({"format": "edgelearn-log", "version": 1}), "'created'"),
         (pack_record("t", 1.0, b"x"), "not an edgelearn-log file"),
@@ -304,3 +310,45 @@ def test_log_error_is_a_value_error_that_pickles():
 
 def test_log_record_defaults_offset():
     assert LogRecord("t", 1.0, b"").offset == -1
+
+
+def test_the_old_format_still_reads():
+    """tests/data/log-v1.msgpack: version 1 (no checksums), 49 records."""
+    path = os.path.join(os.path.dirname(__file__), "data", "log-v1.msgpack")
+    assert read_header(path)["version"] == 1
+    records = list(read_log(path))
+    assert len(records) == 49
+    assert records[0].topic == "sensors/v1a/data" and records[-1].topic == "edgelearn/v1a/label"
+    v1_header = msgpack.packb({"format": "edgelearn-log", "version": 1, "created": 1.7e9})
+    assert records[0].offset == len(v1_header) and records[0].received_at == 1700000000.0
+
+
+def _replay_json(path, capsys):
+    from firmware_bridge.cli import main
+    code = main(["replay", str(path), "--learner", "pa", "--json"])
+    return code, capsys.readouterr().out
+
+
+def test_flipped_bytes_never_replay_silently_to_changed_results(tmp_path, capsys):
+    from firmware_bridge.protocol import encode_data
+    records = [(f"sensors/office-{i % 2}/data", 1.7e9 + i,
+                encode_data(1.7e9 + i, i // 2, {"t": 20.0 + i % 7, "co2": 400.0 + i % 13},
+                            y=i % 5 > 1)) for i in range(30)]
+    path = tmp_path / "log.msgpack"
+    write_log(path, records, created=1.7e9)
+    data = path.read_bytes()
+    code, clean = _replay_json(path, capsys)
+    assert code == 0
+    silent_changes = []
+    reported = 0
+    for position in range(0, len(data), 2):  # every other byte, alternating low and high bits
+        for mask in ((0x01, 0x80)[position // 2 % 2],):
+            damaged = bytearray(data)
+            damaged[position] ^= mask
+            path.write_bytes(bytes(damaged))
+            code, out = _replay_json(path, capsys)
+            if code == 0 and out != clean:
+                silent_changes.append((position, mask))
+            reported += code != 0
+    assert silent_changes == []
+    assert reported > len(data) // 2  # most flips are caught (the rest change nothing)

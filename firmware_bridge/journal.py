@@ -1,0 +1,219 @@
+"""The label journal: every label the gateway learns, on disk before it is learned.
+
+Checkpoints are written every few minutes (SD cards wear out); a process killed in
+between would forget the labels learned since. So each lesson is appended to
+``labels.journal`` in the checkpoint directory *before* the learner takes it: the
+stream, ``n`` (the stream's ``learned`` count before this lesson), the features the
+learner kept at prediction time (``slots``, ``z``) and the label. At start the
+gateway restores the checkpoints and then replays the journal on top of them
+(:func:`replay`), so a SIGKILL at any moment loses no label the gateway had learned;
+after a checkpoint round that wrote every changed stream, the journal is truncated.
+
+Why this is exact: a learner's ``learn(slots, z, y)`` is deterministic given its
+state. A record applies only when ``n`` equals the restored stream's ``learned``
+count, so records the checkpoint already holds are skipped and replaying twice is
+harmless. Slots mean channel names only through the stream's channel map, so a
+record also carries the map's layout (channels assigned, evicted); the gateway
+checkpoints a stream before journaling a lesson whose layout its last checkpoint
+does not have, and replay skips (and counts) a record whose layout differs from the
+restored one rather than teach a weight to the wrong channel. What the journal does
+not hold is the observation statistics of unlabelled messages since the checkpoint
+(channel means and variances, the query budget): those rewind to the checkpoint.
+
+Format: records, each ``b"ELJ1"``, the payload's length and CRC-32 (little-endian
+uint32 each), then the msgpack payload ``[stream, n, n_assigned, n_evicted,
+slots dtype, slots bytes, z dtype, z bytes, y]``. A write cut short by a kill leaves
+a torn last record; a damaged one fails its checksum. Either stops the replay there,
+reported with its byte offset: records of a stream must apply in order, so nothing
+after a bad record can be trusted to fit.
+
+Writes go straight to the file (one ``write`` per lesson: a killed process loses
+nothing the kernel has); ``fsync`` is batched (at most one per ``fsync_interval_s``),
+which bounds what a power cut can lose. The file is bounded by ``max_bytes``: the
+gateway checkpoints when it passes half of it, and a lesson that would pass the
+bound is learned but not journaled (counted as ``journal_dropped``).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import msgpack
+import numpy as np
+
+__all__ = ["JOURNAL_NAME", "LabelJournal", "Lesson", "read_journal", "replay"]
+
+JOURNAL_NAME = "labels.journal"
+_MAGIC = b"ELJ1"
+_HEADER = struct.Struct("<4sII")
+
+
+class Lesson(NamedTuple):
+    """One journaled label: what ``learner.learn`` got, and where it stood."""
+
+    stream: str
+    n: int
+    layout: tuple[int, int]
+    slots: np.ndarray
+    z: np.ndarray
+    y: Any
+
+
+def _encode(stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any, y: Any) -> bytes:
+    slots = np.asarray(slots)
+    z = np.asarray(z)
+    payload = msgpack.packb(
+        [stream, n, layout[0], layout[1], slots.dtype.str, slots.tobytes(), z.dtype.str,
+         z.tobytes(), y],
+        use_bin_type=True,
+    )
+    return _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
+class LabelJournal:
+    """Appends lessons to ``path`` (created if missing; kept as it is, for replay).
+
+    >>> import tempfile, numpy as np
+    >>> path = tempfile.mkdtemp() + "/labels.journal"
+    >>> journal = LabelJournal(path)
+    >>> journal.append("s1", 0, (2, 0), np.array([0, 1], np.int32), np.array([0.5, -1.0]), True)
+    True
+    >>> journal.close()
+    >>> lessons, problem = read_journal(path)
+    >>> [(l.stream, l.n, l.slots.tolist(), l.z.tolist(), l.y) for l in lessons], problem
+    ([('s1', 0, [0, 1], [0.5, -1.0], True)], None)
+    """
+
+    def __init__(self, path: str, max_bytes: int = 4 << 20, fsync_interval_s: float = 5.0):
+        self.path = path
+        self.max_bytes = max_bytes
+        self.fsync_interval_s = fsync_interval_s
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.size = os.fstat(self._fd).st_size
+        self._dirty = False
+        self._last_sync = -float("inf")
+        self.records_written = 0
+        self.bytes_written = 0
+        self.dropped = 0
+        self.syncs = 0
+
+    @property
+    def wants_checkpoint(self) -> bool:
+        """Past half its bound: time for a checkpoint round (then a truncate)."""
+        return self.size > self.max_bytes // 2
+
+    def append(self, stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any,
+               y: Any) -> bool:
+        """Write one lesson; False (and counted in ``dropped``) if it would pass
+        ``max_bytes``. Raises ``OSError`` if the write fails."""
+        record = _encode(stream, n, layout, slots, z, y)
+        if self.size + len(record) > self.max_bytes:
+            self.dropped += 1
+            return False
+        written = os.write(self._fd, record)
+        if written != len(record):  # a full disk mid-record: leave no torn record behind
+            os.ftruncate(self._fd, self.size)
+            raise OSError(f"short write to {self.path} ({written} of {len(record)} bytes)")
+        self.size += written
+        self.bytes_written += written
+        self.records_written += 1
+        self._dirty = True
+        return True
+
+    def sync(self, now: float, force: bool = False) -> None:
+        """``fsync`` what was appended, if anything, at most once per interval."""
+        if self._dirty and (force or now - self._last_sync >= self.fsync_interval_s):
+            os.fsync(self._fd)
+            self._dirty = False
+            self._last_sync = now
+            self.syncs += 1
+
+    def truncate(self) -> None:
+        """Empty the journal (every lesson in it is in a checkpoint now)."""
+        if self.size:
+            os.ftruncate(self._fd, 0)
+            os.fsync(self._fd)
+            self.size = 0
+            self._dirty = False
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            if self._dirty:
+                os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+
+    def counters(self) -> dict[str, int]:
+        return {"journal_records": self.records_written, "journal_bytes": self.bytes_written,
+                "journal_dropped": self.dropped, "journal_syncs": self.syncs}
+
+
+def _iter_lessons(data: bytes) -> Iterator[Lesson | str]:
+    offset = 0
+    end = len(data)
+    while offset < end:
+        if end - offset < _HEADER.size:
+            yield f"byte {offset}: a torn record (a write cut short), {end - offset} bytes"
+            return
+        magic, length, crc = _HEADER.unpack_from(data, offset)
+        if magic != _MAGIC:
+            yield f"byte {offset}: not a journal record (no record marker)"
+            return
+        start = offset + _HEADER.size
+        if start + length > end:
+            yield f"byte {offset}: a torn record (a write cut short), {end - offset} bytes"
+            return
+        payload = data[start : start + length]
+        if zlib.crc32(payload) != crc:
+            yield f"byte {offset}: checksum mismatch (a damaged record)"
+            return
+        try:
+            stream, n, assigned, evicted, sdt, sbytes, zdt, zbytes, y = msgpack.unpackb(
+                payload, raw=False, strict_map_key=False)
+            slots = np.frombuffer(sbytes, dtype=np.dtype(sdt)).copy()
+            z = np.frombuffer(zbytes, dtype=np.dtype(zdt)).copy()
+        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            yield f"byte {offset}: a record that does not decode ({exc})"
+            return
+        yield Lesson(stream, n, (assigned, evicted), slots, z, y)
+        offset = start + length
+
+
+def read_journal(path: str) -> tuple[list[Lesson], str | None]:
+    """The lessons in ``path`` up to the first bad record, and what was wrong there
+    (``None`` if nothing). A missing file is an empty journal."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return [], None
+    lessons: list[Lesson] = []
+    for item in _iter_lessons(data):
+        if isinstance(item, str):
+            return lessons, item
+        lessons.append(item)
+    return lessons, None
+
+
+def replay(pipeline: Any, path: str, restored: set[str] | frozenset[str]) -> dict[str, Any]:
+    """Teach ``pipeline`` the lessons of the journal at ``path`` that its restored
+    checkpoints do not hold; return a report: ``replayed``, ``skipped`` (already in
+    the checkpoint), ``no_checkpoint`` (a stream whose checkpoint did not restore:
+    its slots mean nothing to a fresh model), ``layout_mismatch``, ``out_of_order``
+    (a lesson after a missing one), ``failed`` (the learner refused it, as it did
+    live) and ``problem`` (the first bad record, with its byte offset, or None)."""
+    lessons, problem = read_journal(path)
+    report = {"replayed": 0, "skipped": 0, "no_checkpoint": 0, "layout_mismatch": 0,
+              "out_of_order": 0, "failed": 0, "problem": problem}
+    for lesson in lessons:
+        if lesson.stream not in restored:
+            report["no_checkpoint"] += 1
+            continue
+        outcome = pipeline.relearn(lesson.stream, lesson.n, lesson.layout, lesson.slots,
+                                   lesson.z, lesson.y)
+        report[outcome] += 1
+    return report

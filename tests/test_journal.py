@@ -1,0 +1,135 @@
+"""The label journal: records, damage, and replay on top of checkpoints (no broker;
+the SIGKILL of a real gateway process is in tests/test_nothing_lost.py)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import edgelearn
+from edgelearn.state import load_checkpoint
+from firmware_bridge.checkpoints import checkpoint_path
+from firmware_bridge.config import load_config
+from firmware_bridge.gateway import Gateway
+from firmware_bridge.journal import JOURNAL_NAME, LabelJournal, read_journal
+from firmware_bridge.protocol import encode_data, encode_label
+from firmware_bridge.systemd import SystemdNotifier
+
+
+def make_config(tmp_path, **overrides):
+    config, errors = load_config(None, {
+        "checkpoints.directory": str(tmp_path / "state"),
+        "checkpoints.interval_seconds": 3600,
+        "mqtt.port": 1,
+        "learner.kind": "paacds",
+        "learner.params": {"capacity": 16, "seed": 1, "target_query_rate": 0.3},
+        **overrides,
+    })
+    assert errors == []
+    return config
+
+
+def arrays(state):
+    """Every array and scalar of a learner state, flattened to comparable items."""
+    out = {}
+
+    def walk(prefix, value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}", v)
+        elif isinstance(value, np.ndarray):
+            out[prefix] = (value.dtype.str, value.tobytes())
+        else:
+            out[prefix] = repr(value)
+
+    walk("", state)
+    return out
+
+
+def learned_arrays(state):
+    return {k: v for k, v in arrays(state).items() if k.startswith(".learned.")}
+
+
+def feed(gateway, stream, seqs, answer=lambda seq: seq % 5 > 1):
+    """Data messages; every label request answered at once (from the pipeline's
+    outputs, as a labeller would). Returns the (seq, label) pairs learned."""
+    taught = []
+    for seq in seqs:
+        x = {"a": float(seq % 5), "b": float(seq % 3) - 1.0}
+        if seq % 17 == 16:
+            x[f"new{seq}"] = 1.0  # a channel the last checkpoint does not map
+        out = gateway.pipeline.handle(f"sensors/{stream}/data", encode_data(0.0, seq, x), 0.0)
+        for o in out:
+            if o.topic.endswith("/label_request"):
+                import msgpack
+                req = msgpack.unpackb(o.payload)["req"]
+                gateway.pipeline.handle(f"edgelearn/{stream}/label",
+                                        encode_label(req, answer(seq)), 0.0)
+                taught.append((seq, answer(seq)))
+    return taught
+
+
+def test_a_killed_gateway_restarts_with_every_label_it_learned(tmp_path):
+    config = make_config(tmp_path)
+    gateway = Gateway(config, notifier=SystemdNotifier({}))
+    feed(gateway, "s1", range(0, 200))
+    gateway.checkpoint()  # the last checkpoint...
+    checkpointed = gateway.pipeline.to_state("s1")
+    taught = feed(gateway, "s1", range(200, 600))  # ...then labels only the journal has
+    assert len(taught) > 20
+    killed = gateway.pipeline.to_state("s1")
+    # No close, no checkpoint: what a SIGKILL leaves (the journal's bytes are written).
+    # New channels made the gateway checkpoint the stream before journaling their
+    # lessons; the newest checkpoint on disk is what the restart starts from.
+    on_disk, _ = load_checkpoint(checkpoint_path(config.checkpoint_dir, "s1"))
+    first = checkpointed["counters"]["learned"]
+    since = on_disk["counters"]["learned"] - first
+    assert since > 0  # the forced checkpoints happened
+    restarted = Gateway(config, notifier=SystemdNotifier({}))
+    report = restarted.checkpoint_report["journal"]
+    assert report["replayed"] == len(taught) - since and report["problem"] is None
+    restored = restarted.pipeline.to_state("s1")
+    assert restored["counters"]["learned"] == killed["counters"]["learned"]
+    # The reference: that checkpoint taught the same labels, with the features the
+    # gateway kept recomputed here by a shadow of the live learner.
+    shadow = edgelearn.from_state(checkpointed["learner"])
+    reference = edgelearn.from_state(on_disk["learner"])
+    kept = {}
+    for seq in range(200, 600):
+        x = {"a": float(seq % 5), "b": float(seq % 3) - 1.0}
+        if seq % 17 == 16:
+            x[f"new{seq}"] = 1.0
+        kept[seq] = shadow.decide_one(x)
+    for seq, y in taught[since:]:
+        reference.learn(kept[seq].slots, kept[seq].z, y)
+    got, want = learned_arrays(restored["learner"]), learned_arrays(reference.to_state())
+    for name in (".learned.W", ".learned.b", ".learned.active"):
+        assert got[name] == want[name], name
+    # And the journal did carry something: without it the weights would differ.
+    assert learned_arrays(on_disk["learner"])[".learned.W"] != got[".learned.W"]
+    # The journal was emptied by the checkpoint after the replay.
+    assert os.path.getsize(os.path.join(config.checkpoint_dir, JOURNAL_NAME)) == 0
+
+
+def test_damaged_and_torn_records_stop_the_replay_with_their_offset(tmp_path):
+    path = str(tmp_path / JOURNAL_NAME)
+    journal = LabelJournal(path)
+    for n in range(5):
+        journal.append("s1", n, (2, 0), np.array([0, 1], np.int32), np.array([n, -1.0]), True)
+    journal.close()
+    data = open(path, "rb").read()
+    size = len(data) // 5
+    lessons, problem = read_journal(path)
+    assert [l.n for l in lessons] == list(range(5)) and problem is None
+    for position in range(0, len(data), 7):
+        damaged = bytearray(data)
+        damaged[position] ^= 0x40
+        open(path, "wb").write(bytes(damaged))
+        lessons, problem = read_journal(path)
+        assert [l.n for l in lessons] == list(range(position // size))
+        assert problem is not None and problem.startswith(f"byte {position // size * size}:")
+    open(path, "wb").write(data[:-3])
+    lessons, problem = read_journal(path)
+    assert len(lessons) == 4 and "torn record" in problem
