@@ -139,9 +139,10 @@ def render(args, n, array, jitted, per_message, fanout, command) -> str:
         "The jitted log replay's accuracy is the array replay's: the same rows, the same",
         "queries, the same loop. The per-message row covers the first "
         f"{per_message['n']:,} instances only. Most",
-        "of the jitted log path's CPU time is decoding: the gateway's `parse_message` (its",
-        "validation and limits, in Python, once per message); the loop itself costs what the",
-        "array replay costs.",
+        "of the jitted log path's CPU time is decoding, in Python once per message: reading",
+        "the log, msgpack, and the gateway's checks of each reading (its fast path,",
+        "`protocol.plain_reading`; `parse_message` for anything else); the loop itself costs",
+        "what the array replay costs.",
     ]
     if fanout:
         base = fanout[0]["wall_s"]
@@ -159,7 +160,10 @@ def render(args, n, array, jitted, per_message, fanout, command) -> str:
         for row in fanout:
             lines.append(f"| {row['jobs']} | {row['tasks']} | {row['messages']:,} | {row['wall_s']:.2f} | {base / row['wall_s']:.2f} |")
         lines += ["", "With about six engineers sharing the machine's 2 cores, the second job competes",
-                  "for a core; the speed-up is what this run got, not what 2 idle cores give."]
+                  "for a core; the speed-up is what this run got, not what 2 idle cores give. The",
+                  "--jobs 2 time includes starting the joblib worker processes (importing numpy and",
+                  "numba, loading the cached kernels), which this run does not separate out; with",
+                  "tasks under a second each it can outweigh the second core."]
     return "\n".join(lines) + "\n"
 
 
