@@ -5,6 +5,7 @@
     edgelearn replay data.csv --label occupied
     edgelearn bench                       # replay throughput vs River; --memory for RSS
     edgelearn gateway --config FILE       # the MQTT service
+    edgelearn warmup --config FILE        # compile its kernels into NUMBA_CACHE_DIR first
     edgelearn status --config FILE        # the running gateway's status, from the broker
 """
 
@@ -299,6 +300,37 @@ def cmd_bench(args) -> int:
     return 0
 
 
+# -- warmup --------------------------------------------------------------------
+
+
+def cmd_warmup(args) -> int:
+    import dataclasses
+    import os
+
+    from firmware_bridge.gateway import load_config
+    from firmware_bridge.warmup import warm_up
+
+    config, errors = load_config(args.config)
+    if errors:
+        raise CliError("the configuration has errors:\n  " + "\n  ".join(errors))
+    if not os.environ.get("NUMBA_CACHE_DIR") and not args.json:
+        print("edgelearn warmup: NUMBA_CACHE_DIR is not set: the kernels are cached beside the "
+              "package (or in ~/.cache). The systemd unit sets NUMBA_CACHE_DIR=/var/cache/edgelearn/numba; "
+              "warm that one up.", file=sys.stderr)
+    reports = []
+    for kind in args.kind or [config.learner_kind]:
+        # Another kind than the file's runs with that kind's defaults.
+        params = config.learner_params if kind == config.learner_kind else {}
+        report = warm_up(dataclasses.replace(config, learner_kind=kind, learner_params=params))
+        reports.append(report)
+        if not args.json:
+            print(report.line(), flush=True)
+    if args.json:
+        json.dump([dataclasses.asdict(r) for r in reports], sys.stdout, indent=2)
+        print()
+    return 0
+
+
 # -- gateway -------------------------------------------------------------------
 
 
@@ -387,6 +419,25 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--names", type=int, default=100_000, help="--memory: distinct channel names (default 100,000)")
     bench.add_argument("--json", action="store_true", help="print the result as JSON")
     bench.set_defaults(func=cmd_bench)
+
+    warmup = sub.add_parser(
+        "warmup",
+        help="compile the gateway's kernels into the Numba cache before the service first starts",
+        description=(
+            "Run the gateway's per-message path (the --config file's learner, topics and "
+            "limits) on a short synthetic stream, so that Numba compiles every kernel it "
+            "calls and writes it to its cache (NUMBA_CACHE_DIR). Run it at install with the "
+            "environment of the systemd unit, whose first start would otherwise compile "
+            "while the watchdog waits. Prints, per learner kind, the kernels compiled and "
+            "those loaded from the cache (a second run compiles none)."
+        ),
+    )
+    warmup.add_argument("--config", default=None, metavar="FILE",
+                        help="the gateway.toml the service runs (default: the built-in defaults, learner paacds)")
+    warmup.add_argument("--kind", action="append", choices=sorted(KINDS), metavar="KIND",
+                        help=f"warm this learner kind instead of the config's (repeatable; one of {', '.join(sorted(KINDS))})")
+    warmup.add_argument("--json", action="store_true", help="print the reports as JSON")
+    warmup.set_defaults(func=cmd_warmup)
 
     _add_gateway(sub)
     return parser
