@@ -95,15 +95,32 @@ mount_into() {  # ROOTDIR
     cp -L /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
 }
 
+# pip in the root trusts what pip here trusts (a network whose proxy re-signs TLS
+# has its CA in the host's bundle, not in Debian's) and uses the same proxy.
+HOST_CA="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
+PASS_ENV=()
+for var in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY PIP_INDEX_URL PIP_DEFAULT_TIMEOUT; do
+    [ -n "${!var:-}" ] && PASS_ENV+=("$var=${!var}")
+done
+
 in_root() {  # run a command in the arm64 root
+    local ca=()
+    [ -s "$ROOT/etc/ssl/host-ca.crt" ] && ca=(PIP_CERT=/etc/ssl/host-ca.crt)
     chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
-        LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 NUMBA_CACHE_DIR=/var/cache/edgelearn-numba "$@"
+        LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 NUMBA_CACHE_DIR=/var/cache/edgelearn-numba \
+        "${ca[@]}" "${PASS_ENV[@]}" "$@"
 }
 
 mkdir -p "$CACHE"
-if [ -e /proc/mounts ] && grep -q " $ROOT/" /proc/mounts; then
-    die "$ROOT still has mounts from another run (is one running?): see 'grep $ROOT /proc/mounts'"
-fi
+# One run at a time per cache; with the lock held, mounts left in the root are
+# from a run that was killed before its clean-up: undo them.
+exec 9>"$CACHE/lock"
+flock -n 9 || die "another make test-aarch64 holds $CACHE/lock"
+stale=$(awk -v r="$ROOT/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r)
+for m in $stale; do
+    say "unmounting $m, left by an interrupted run"
+    umount -l "$m" || die "cannot unmount $m (left by an interrupted run)"
+done
 
 # -- 1. the root ----------------------------------------------------------------
 if [ ! -e "$ROOT_MARKER" ]; then
@@ -131,6 +148,11 @@ fi
 
 mount_into "$ROOT"
 [ "$(in_root uname -m)" = aarch64 ] || die "the cached root does not run as aarch64"
+if [ -s "$HOST_CA" ]; then
+    cp -L "$HOST_CA" "$ROOT/etc/ssl/host-ca.crt"
+else
+    rm -f "$ROOT/etc/ssl/host-ca.crt"
+fi
 
 # -- 2. the venv: PyPI's aarch64 wheels, never source builds ---------------------
 # The requirement list is part of the marker: a changed list rebuilds the venv.
@@ -206,7 +228,8 @@ echo "demo result lines are equal"
 step "tests in the arm64 root: $TESTS"
 rm -rf "$ROOT/opt/edgelearn-tests"
 mkdir -p "$ROOT/opt/edgelearn-tests"
-cp -r "$HERE/tests" "$ROOT/opt/edgelearn-tests/"
+# configs/: tests/test_protocol.py checks the shipped gateway.toml against the code.
+cp -r "$HERE/tests" "$HERE/configs" "$ROOT/opt/edgelearn-tests/"
 in_root /bin/sh -c "cd /opt/edgelearn-tests && exec $VENV/bin/python -m pytest -q -p no:cacheprovider $TESTS" \
     || die "tests failed in the arm64 root"
 step "passed"
