@@ -1,6 +1,6 @@
 # Two commands for a fresh machine (Debian/Ubuntu with python3 >= 3.11):
 #   make demo   set up .venv and replay the bundled sensor log (no broker needed)
-#   make test   set up .venv (+ mosquitto, for the broker tests) and run the tests
+#   make test   set up .venv (+ mosquitto and nats-server, for the broker tests) and run the tests
 #   make test-aarch64   the package on an emulated Debian bookworm arm64 root (as root;
 #               cached under ~/.cache/edgelearn-aarch64; see tools/test_aarch64.sh)
 PYTHON ?= python3
@@ -26,6 +26,7 @@ demo: setup
 
 test: setup
 	sh tools/ensure_mosquitto.sh
+	sh tools/ensure_nats.sh
 	$(PY) -m pytest -q
 
 test-aarch64: setup

@@ -105,6 +105,9 @@ def parse_broker(text: str) -> tuple[str, int]:
 class MqttSettings:
     """Everything the clients need to connect; validated by the gateway's config loader.
 
+    ``brokers`` are further ``(host, port)`` addresses of the same broker cluster: after
+    a failed connection attempt a link tries the next address (``host:port`` first).
+
     ``password`` is the secret itself (read from the configured file), never logged.
     ``max_queued_messages`` caps paho's outgoing queue (0: no cap);
     ``max_inflight_messages`` is how many outgoing QoS>0 messages may await their ack.
@@ -112,6 +115,7 @@ class MqttSettings:
 
     host: str = "localhost"
     port: int = 1883
+    brokers: tuple[tuple[str, int], ...] = ()
     protocol: str = "MQTTv5"
     client_id: str = "edgelearn-gw1"
     keepalive_seconds: int = 60
@@ -153,10 +157,11 @@ class InboundMessage(NamedTuple):
 class _Link:
     """One paho client and its reconnection schedule."""
 
-    __slots__ = ("name", "client", "connected", "next_attempt", "delay")
+    __slots__ = ("name", "client", "connected", "next_attempt", "delay", "address")
 
     def __init__(self, name: str, client: paho.Client, min_delay: float):
         self.name = name
+        self.address = 0  # index into MqttBridge.addresses
         self.client = client
         self.connected = False
         self.next_attempt = 0.0  # monotonic time of the next connection attempt
@@ -208,6 +213,7 @@ class MqttBridge:
         self._accepting = True
         self._leaving = False  # a disconnect we asked for: not a warning
         self._v5 = settings.protocol == "MQTTv5"
+        self.addresses = ((settings.host, settings.port), *settings.brokers)
         self._window = settings.max_inflight_messages
         self._next_misc = 0.0
         self.session = 0  # inbound connections made so far; stamps each message
@@ -276,9 +282,10 @@ class MqttBridge:
                 properties.SessionExpiryInterval = s.session_expiry_seconds
             if persistent:
                 properties.ReceiveMaximum = max(1, min(self.queue_capacity, _MAX_RECEIVE_MAXIMUM))
+        host, port = self.addresses[link.address]
         link.client.connect_async(
-            s.host,
-            s.port,
+            host,
+            port,
             keepalive=s.keepalive_seconds,
             clean_start=bool(s.clean_start or not persistent),
             properties=properties,
@@ -356,10 +363,18 @@ class MqttBridge:
         except (OSError, ValueError) as exc:
             self.connect_failures += 1
             self._schedule(link, now)
+            failed = self._where(link)
+            if len(self.addresses) > 1:  # the next node of the cluster
+                link.address = (link.address + 1) % len(self.addresses)
+                self._set_address(link, persistent=link is self._in)
             logger.warning(
-                "%s connection to %s:%d failed (%s); next attempt in %d s",
-                link.name, self.settings.host, self.settings.port, exc, link.next_attempt - now,
+                "%s connection to %s failed (%s); next attempt (%s) in %d s",
+                link.name, failed, exc, self._where(link), link.next_attempt - now,
             )
+
+    def _where(self, link: _Link) -> str:
+        host, port = self.addresses[link.address]
+        return f"{host}:{port}"
 
     def _schedule(self, link: _Link, now: float) -> None:
         link.next_attempt = now + link.delay
@@ -392,9 +407,8 @@ class MqttBridge:
     def _refused(self, link: _Link, reason_code: Any) -> None:
         self.connect_failures += 1
         logger.error(
-            "broker %s:%d refused the %s connection: %s",
-            self.settings.host,
-            self.settings.port,
+            "broker %s refused the %s connection: %s",
+            self._where(link),
             link.name,
             reason_code,
         )
@@ -425,9 +439,8 @@ class MqttBridge:
             self.subscribe_failures += 1
             logger.error("subscribing to %s failed: %s", self.subscriptions, result)
         logger.info(
-            "connected to %s:%d (%s, session %s)",
-            self.settings.host,
-            self.settings.port,
+            "connected to %s (%s, session %s)",
+            self._where(self._in),
             self.settings.protocol,
             "resumed" if self.session_present else "new",
         )
@@ -446,14 +459,12 @@ class MqttBridge:
         if not self._leaving:
             self._schedule(link, self._clock())
         if was_connected and self._leaving:
-            logger.info("%s connection to %s:%d closed", link.name, self.settings.host,
-                        self.settings.port)
+            logger.info("%s connection to %s closed", link.name, self._where(link))
         elif was_connected:
             logger.warning(
-                "%s connection to %s:%d lost (%s); reconnecting with backoff",
+                "%s connection to %s lost (%s); reconnecting with backoff",
                 link.name,
-                self.settings.host,
-                self.settings.port,
+                self._where(link),
                 reason_code,
             )
         self._changed()

@@ -319,7 +319,7 @@ class Pipeline:
         learner_params: dict | None = None,
         topics: Topics | None = None,
         limits: Limits = DEFAULT_LIMITS,
-        max_streams: int = 16,
+        max_streams: int = 32,
         pending_capacity: int = 1024,
         label_ttl_s: float = 3600.0,
         label_policy: str = "request",

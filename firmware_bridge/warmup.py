@@ -64,9 +64,16 @@ def cache_counts() -> tuple[int, int]:
     loaded from it, in this process so far."""
     compiled = loaded = 0
     for dispatcher in _dispatchers().values():
-        compiled += sum(dispatcher.stats.cache_misses.values())
-        loaded += sum(dispatcher.stats.cache_hits.values())
+        misses, hits = _counts(dispatcher)
+        compiled += misses
+        loaded += hits
     return compiled, loaded
+
+
+def _counts(dispatcher: Any) -> tuple[int, int]:
+    """(cache misses, cache hits) of one kernel so far."""
+    stats = dispatcher.stats
+    return sum(stats.cache_misses.values()), sum(stats.cache_hits.values())
 
 
 def _dispatchers() -> dict[str, Any]:
@@ -130,6 +137,8 @@ def warm_up(config, messages: int = MESSAGES) -> WarmupReport:
     ``config`` is a :class:`firmware_bridge.gateway.GatewayConfig`.
     """
     start = time.perf_counter()
+    # Counts of earlier warm-ups in this process (another kind) are not this one's.
+    before = {name: _counts(d) for name, d in _dispatchers().items()}
     pipeline = config.make_pipeline(clock=lambda: 0.0)
     prototype = edgelearn.make_learner(config.learner_kind, config.learner_params)
     multilabel = _is_multilabel(prototype)
@@ -146,12 +155,11 @@ def warm_up(config, messages: int = MESSAGES) -> WarmupReport:
     report = WarmupReport(kind=config.learner_kind, seconds=time.perf_counter() - start)
     dirs = set()
     for name, dispatcher in sorted(_dispatchers().items()):
-        stats = dispatcher.stats
-        hits, misses = sum(stats.cache_hits.values()), sum(stats.cache_misses.values())
+        misses, hits = (now - was for now, was in zip(_counts(dispatcher), before.get(name, (0, 0))))
         if hits or misses:
             report.kernels.append(name)
             report.compiled += misses
             report.loaded += hits
-            dirs.add(stats.cache_path)
+            dirs.add(dispatcher.stats.cache_path)
     report.cache_dirs = sorted(dirs)
     return report

@@ -1,5 +1,6 @@
-"""Tests for the gateway configuration (configs/gateway.toml, firmware_bridge.gateway's
-load_config and command line) and the shipped systemd and mosquitto examples."""
+"""Tests for the gateway configuration (configs/gateway.toml, firmware_bridge.config's
+schema and load_config, the command line in firmware_bridge.cli) and the shipped
+systemd and mosquitto examples."""
 
 from __future__ import annotations
 
@@ -14,13 +15,8 @@ import tomllib
 import pytest
 
 import edgelearn
-from firmware_bridge.gateway import (
-    _SCHEMA,
-    GatewayConfig,
-    add_gateway_arguments,
-    load_config,
-    run_gateway,
-)
+from firmware_bridge.cli import _overrides_from_args, add_gateway_arguments, run_gateway
+from firmware_bridge.config import SCHEMA, GatewayConfig, load_config, render_default_config
 from firmware_bridge.protocol import DEFAULT_LIMITS, Topics
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -45,33 +41,69 @@ def test_the_shipped_config_validates_and_uses_the_documented_defaults():
     config.make_pipeline()  # builds
 
 
-def test_every_key_is_in_the_shipped_file_with_a_comment_and_its_default():
-    text = SHIPPED.read_text()
-    raw = tomllib.loads(text)
-    all_lines = text.splitlines()
-    for section, keys in _SCHEMA.items():
+def test_the_shipped_file_is_the_schema_rendered():
+    # configs/gateway.toml is `edgelearn config --print-default`: every key with its
+    # default and documentation, nothing else.
+    assert SHIPPED.read_text() == render_default_config(), (
+        "configs/gateway.toml is stale: edgelearn config --print-default > configs/gateway.toml"
+    )
+    raw = tomllib.loads(SHIPPED.read_text())
+    for section_name, section in SCHEMA.items():
         table = raw
-        for part in section.split("."):
+        for part in section_name.split("."):
             table = table[part]
-        start = all_lines.index(f"[{section}]")
-        end = next((n for n in range(start + 1, len(all_lines))
-                    if all_lines[n].startswith("[")), len(all_lines))
-        for key, spec in keys.items():
-            # Optional keys are shown commented out.
-            pattern = rf"^#? ?{re.escape(key)} = "
-            lines = [n for n in range(start, end) if re.match(pattern, all_lines[n])]
-            assert lines, f"[{section}] {key} is not in gateway.toml"
-            line_no = lines[0]
-            line = all_lines[line_no]
-            # A trailing comment, or a comment above the key or above its group of keys.
-            above = line_no - 1
-            while above > start and re.match(r"^\w+ = ", all_lines[above]):
-                above -= 1
-            assert "#" in line.split("=", 1)[1] or all_lines[above].startswith("#") or (
-                line.startswith("#")
-            ), f"[{section}] {key} is not documented"
-            if not spec.optional:
-                assert table[key] == spec.default, f"[{section}] {key}"
+        for key, setting in section.keys.items():
+            assert setting.doc.strip() or section.doc.strip(), f"[{section_name}] {key}"
+            if setting.optional:
+                assert key not in table
+            else:
+                # The file's value is the default, and passes the key's own constraint.
+                assert setting.constraint.convert(table[key]) == setting.value, key
+
+
+def test_print_default_is_the_shipped_file():
+    result = subprocess.run(
+        [sys.executable, "-m", "firmware_bridge.cli", "config", "--print-default"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == SHIPPED.read_text()
+
+
+def test_defaults_have_one_source():
+    # A key that feeds a parameter takes that parameter's default: the config and the
+    # objects cannot disagree (Pipeline(max_streams=...) once said 16 and the file 32).
+    import inspect
+
+    from firmware_bridge.mqtt import MqttSettings
+    from firmware_bridge.pipeline import Pipeline
+
+    config, errors = load_config(None)
+    assert errors == []
+    pipeline_defaults = {name: p.default for name, p in
+                         inspect.signature(Pipeline).parameters.items()}
+    for name, value in config.pipeline_params().items():
+        if name not in ("topics", "limits"):
+            assert value == pipeline_defaults[name], name
+    assert config.max_streams == pipeline_defaults["max_streams"] == 32
+    defaults = MqttSettings()
+    for name in ("host", "port", "brokers", "protocol", "keepalive_seconds",
+                 "max_inflight_messages", "max_queued_messages", "subscribe_qos"):
+        assert getattr(config.mqtt, name) == getattr(defaults, name), name
+
+
+def test_every_constraint_rejects_its_invalid_values():
+    # Each key's constraint, checked through load_config: every invalid value is one
+    # error in the one format, naming the key.
+    for section_name, section in SCHEMA.items():
+        for key, setting in section.keys.items():
+            for bad in setting.constraint.invalid_values():
+                if bad is None and setting.optional:
+                    continue  # an optional key's None is "left out"
+                config, errors = load_config(None, {f"{section_name}.{key}": bad})
+                assert config is None, (section_name, key, bad)
+                assert any(f"The '{key}' parameter of [{section_name}] must be" in e
+                           for e in errors), (section_name, key, bad, errors)
 
 
 def test_a_broken_config_prints_every_error_and_exits_2(tmp_path, capsys):
@@ -117,19 +149,19 @@ x = 1
     expected = [
         "unknown section [surprise]",
         "[gateway] unknown key inbound_queue_lenght",
-        "[gateway] id must be 1 to 24 of A-Z a-z 0-9 _ . : -, got 'has space'",
-        "[gateway] max_streams must be an int in [1, 100000], got 0",
+        "The 'id' parameter of [gateway] must be 1 to 24 of A-Z a-z 0-9 _ . : -. Got 'has space'.",
+        "The 'max_streams' parameter of [gateway] must be an int in [1, 100000]. Got 0.",
         "[topics] The 'data_template' parameter of Topics must not contain a wildcard",
         "[limits] The 'max_channels' parameter of Limits must be <= max_container_len",
-        "[mqtt] port must be an int in [1, 65535], got '1883'",
-        "[mqtt] protocol must be one of 'MQTTv5', 'MQTTv311', got 'MQTTv4'",
-        "[mqtt] subscribe_qos must be one of 0, 1, got 2",
+        "The 'port' parameter of [mqtt] must be an int in [1, 65535]. Got '1883'.",
+        "The 'protocol' parameter of [mqtt] must be one of {'MQTTv5', 'MQTTv311'}. Got 'MQTTv4'.",
+        "The 'subscribe_qos' parameter of [mqtt] must be one of {0, 1}. Got 2.",
         "[mqtt] reconnect_max_delay_seconds must be >= reconnect_min_delay_seconds (10), got 5",
         "[mqtt] password_file needs a username",
         "[mqtt] password_file must be a readable UTF-8 file, got '/nonexistent/password'",
         "[mqtt.tls] enabled must be true when ca_file, cert_file or key_file is set",
-        "[checkpoints] interval_seconds must be a number in [1, 604800], got 0.5",
-        "[learner] kind must be one of " + ", ".join(map(repr, edgelearn.KINDS)) + ", got 'svm'",
+        "The 'interval_seconds' parameter of [checkpoints] must be a float in [1, 604800]. Got 0.5.",
+        "The 'kind' parameter of [learner] must be one of {" + ", ".join(map(repr, edgelearn.KINDS)) + "}. Got 'svm'.",
     ]
     for fragment in expected:
         assert any(fragment in line for line in lines), f"missing error: {fragment}\n{err}"
@@ -159,8 +191,6 @@ def test_command_line_overrides(tmp_path, capsys):
         ["--config", str(SHIPPED), "--broker", "10.0.0.5:8883", "--state-dir",
          str(tmp_path), "--gateway-id", "kitchen-gw"]
     )
-    from firmware_bridge.gateway import _overrides_from_args
-
     overrides, errors = _overrides_from_args(args)
     config, config_errors = load_config(args.config, overrides)
     assert errors == [] and config_errors == []

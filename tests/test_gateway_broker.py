@@ -34,7 +34,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from edgelearn import datasets
-from firmware_bridge.gateway import checkpoint_path
+from firmware_bridge.checkpoints import checkpoint_path
 from firmware_bridge.protocol import DEFAULT_LIMITS, Topics, encode_data, encode_label
 
 pytestmark = pytest.mark.broker

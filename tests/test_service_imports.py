@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # subcommand), the configuration, the pipeline it builds, one message through it.
 SERVICE = textwrap.dedent("""
     import json, sys
-    from firmware_bridge.cli import build_parser
-    from firmware_bridge.gateway import Gateway, load_config, run_gateway
+    from firmware_bridge.cli import build_parser, run_gateway
+    from firmware_bridge.config import load_config
+    from firmware_bridge.gateway import Gateway
     from firmware_bridge.protocol import encode_data
 
     args = build_parser().parse_args(["gateway", "--config", sys.argv[1]])

@@ -37,7 +37,7 @@ def _warmup(cache: Path, *extra: str) -> list[dict]:
 REPLAY = textwrap.dedent("""
     import json, sys
     from firmware_bridge.cli import DEMO_LOG
-    from firmware_bridge.gateway import load_config
+    from firmware_bridge.config import load_config
     from firmware_bridge.recorder import iter_logs
     from firmware_bridge.warmup import cache_counts
 
