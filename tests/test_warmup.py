@@ -100,4 +100,4 @@ def test_warmup_reports_a_bad_config(tmp_path):
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
     assert result.returncode == 2
-    assert "[learner] kind must be one of" in result.stderr
+    assert "The 'kind' parameter of [learner] must be one of" in result.stderr and "Got 'svm'" in result.stderr
