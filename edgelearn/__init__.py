@@ -2,25 +2,27 @@
 come and go and whose labels are scarce.
 
 The learner classes and the evaluation helpers (:func:`prequential`,
-:func:`replay`, and the modules ``evaluate``, ``metrics``, ``datasets``,
-``streams``, ``bench``) are imported on first use: a gateway that runs one
-learner kind loads that kind's kernels and nothing of the evaluation stack.
+:func:`replay`, :func:`check_learner`, and the modules ``evaluate``,
+``metrics``, ``datasets``, ``streams``, ``bench``) are imported on first use:
+a gateway that runs one learner kind loads that kind's kernels and nothing of
+the evaluation stack.
 """
 
 import importlib
+import sys
 
 from .channels import ChannelSpace
-from .learners import KINDS, LEARNERS, Decision, Learner, from_state, make_learner
+from .learners import DEFAULT_KIND, KINDS, LEARNERS, Decision, Learner, from_state, make_learner
 
 __version__ = "0.1.0"
 
 # Names this package gives on first use, and where they live.
 _LAZY = {
     "PA": ".learners", "PAACDS": ".learners", "PAFE": ".learners", "SynthesisNB": ".learners",
-    "MultiLabelKELM": ".learners", "OnlineEnsemble": ".learners",
-    "prequential": ".evaluate", "replay": ".evaluate",
+    "MultiLabelKELM": ".learners", "OnlineEnsemble": ".learners", "ActiveAROW": ".learners",
+    "prequential": ".evaluate", "replay": ".evaluate", "check_learner": ".checks",
 }
-_SUBMODULES = ("bench", "datasets", "evaluate", "metrics", "state", "streams")
+_SUBMODULES = ("bench", "checks", "datasets", "evaluate", "metrics", "state", "streams")
 
 
 def __getattr__(name: str):
@@ -35,7 +37,13 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
+if "river" in sys.modules:
+    # River is in use: let it recognize the learners as its classifiers
+    # (edgelearn.river; River is never imported here otherwise).
+    from . import river as _river  # noqa: F401
+
 __all__ = [
-    "ChannelSpace", "Decision", "KINDS", "LEARNERS", "Learner", "MultiLabelKELM", "PA", "PAACDS", "PAFE",
+    "ActiveAROW", "ChannelSpace", "DEFAULT_KIND", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner",
+    "MultiLabelKELM", "PA", "PAACDS", "PAFE",
     "OnlineEnsemble", "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
 ]

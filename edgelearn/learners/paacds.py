@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_bool, check_choice, check_number
+from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import paacds as K
 from ..kernels.rng import new_state
-from .base import Decision, LabelIndex, Learner, binary_sign, load_arrays
+from .base import Decision, Learner, load_arrays, logistic_proba, softmax_proba
 
 _VARIANTS = ("PAACDS", "PAACDS-I")
 #: Weight of the prior "information 1" in a slot's information (docs/learners.md).
@@ -48,9 +48,9 @@ class PAACDS(Learner):
     max_weights
         At most this many channels in the model (``None``: ``capacity``).
     n_classes
-        2 for a binary learner (labels True/1/+1 and False/0/-1, predictions
-        True/False); more for a multiclass one (labels any hashable, at most
-        ``n_classes`` distinct, indexed in order of first appearance).
+        2 for a binary learner (any two labels, predictions in those labels);
+        more for a multiclass one (labels any hashable, at most ``n_classes``
+        distinct, indexed in order of first appearance).
     seed
         Seed of the learner's own generator for query decisions.
     h_halflife
@@ -62,11 +62,15 @@ class PAACDS(Learner):
         Speed of the ``target_query_rate`` control.
     learn_intercept
         Learn a bias ``b`` (one per class row): ``q = p_s * w_s . z_s + b``.
-        Off by default: the paper's model has no intercept.
+        On by default: without it a task whose positive class is the
+        majority loses every instance whose shared channels say nothing.
+        ``learn_intercept=False`` is the paper's model, which has none.
 
     Decisions this page makes beyond docs/learners.md: prediction uses each
     channel's information *before* the instance is folded in (a new channel
-    has h = 1); a binary margin of exactly 0 predicts True.  Multiclass: the
+    has h = 1); a binary margin of exactly 0 predicts False (as River's
+    classifiers do; with an intercept the margin is 0 only before any
+    label has moved it).  Multiclass: the
     runner-up class and the class pushed away by an update are chosen among
     the known classes plus one unused row that stands for "a class not seen
     yet", so a learner that has seen one class still learns and asks less;
@@ -85,10 +89,11 @@ class PAACDS(Learner):
     bounded step.  The bias is never sparsified, scaled by ``lam`` or
     forgotten with a slot.
 
-    Memory bound: ``8 * capacity * (rows + 7) + capacity + 16 * rows + 8``
+    Memory bound: ``8 * capacity * (rows + 9) + capacity + 16 * rows + 8``
     bytes for the model (``rows = 1`` if binary, else ``n_classes``: weights,
     biases and scores per row; information, its statistics and the
-    sparsity scratch per slot; the generator state) plus its ChannelSpace.
+    sparsity scratch per slot; the generator state), 64 bytes per label
+    (``n_classes``, two when binary), plus its ChannelSpace.
 
     Examples
     --------
@@ -107,8 +112,28 @@ class PAACDS(Learner):
     ...         asked += 1
     ...         model.learn(d.slots, d.z, y)
     >>> print(f"accuracy {correct / 2000:.2f} with {asked / 2000:.0%} of the labels")
-    accuracy 0.89 with 20% of the labels
+    accuracy 0.87 with 20% of the labels
     """
+
+    supports_binary = True
+    supports_multiclass = True
+    asks_selectively = True
+    _parameter_constraints = {
+        "C": Interval(float, 0, None, closed="right"),
+        "B": Interval(float, 0, 1, closed="right"),
+        "lam": OneOf(Options(None), Interval(float, 0, None, closed="right")),
+        "delta": Interval(float, 1, None),
+        "variant": Options(*_VARIANTS),
+        "target_query_rate": OneOf(Options(None), Interval(float, 0, 1, closed="right")),
+        "capacity": Interval(int, 1, None),
+        "max_weights": OneOf(Options(None), Interval(int, 1, None)),
+        "n_classes": Interval(int, 2, None),
+        "seed": Interval(int, 0, 2**64 - 1),
+        "h_halflife": Interval(float, 0, None, closed="right"),
+        "evict_after": Interval(int, 1, None),
+        "budget_gain": Interval(float, 0, None, closed="right"),
+        "learn_intercept": Boolean(),
+    }
 
     def __init__(
         self,
@@ -125,41 +150,9 @@ class PAACDS(Learner):
         h_halflife: float = 500.0,
         evict_after: int = 1000,
         budget_gain: float = 0.5,
-        learn_intercept: bool = False,
+        learn_intercept: bool = True,
     ):
-        owner = type(self).__name__
-        check_number("C", C, owner, 0, None, low_open=True)
-        check_number("B", B, owner, 0, 1, low_open=True)
-        if lam is not None:
-            check_number("lam", lam, owner, 0, None, low_open=True)
-        check_number("delta", delta, owner, 1, None)
-        check_choice("variant", variant, owner, _VARIANTS)
-        if target_query_rate is not None:
-            check_number("target_query_rate", target_query_rate, owner, 0, 1, low_open=True)
-        check_number("capacity", capacity, owner, 1, None, integer=True)
-        if max_weights is not None:
-            check_number("max_weights", max_weights, owner, 1, None, integer=True)
-        check_number("n_classes", n_classes, owner, 2, None, integer=True)
-        check_number("seed", seed, owner, 0, 2**64 - 1, integer=True)
-        check_number("h_halflife", h_halflife, owner, 0, None, low_open=True)
-        check_number("evict_after", evict_after, owner, 1, None, integer=True)
-        check_number("budget_gain", budget_gain, owner, 0, None, low_open=True)
-        check_bool("learn_intercept", learn_intercept, owner)
-        self.C = C
-        self.B = B
-        self.lam = lam
-        self.delta = delta
-        self.variant = variant
-        self.target_query_rate = target_query_rate
-        self.capacity = capacity
-        self.max_weights = max_weights
-        self.n_classes = n_classes
-        self.seed = seed
-        self.h_halflife = h_halflife
-        self.evict_after = evict_after
-        self.budget_gain = budget_gain
-        self.learn_intercept = learn_intercept
-
+        self._set_params(locals())
         self._init_channels(capacity, evict_after)
         rows = 1 if n_classes == 2 else n_classes
         self.W = np.zeros((rows, capacity), dtype=np.float64)
@@ -173,7 +166,7 @@ class PAACDS(Learner):
         self._scores = np.zeros(rows, dtype=np.float64)
         self._idx_buf, self._score_buf = K.allocate_scratch(capacity)
         self._current_delta = float(delta)
-        self._labels = LabelIndex("PAACDS", n_classes)  # multiclass labels
+        self._init_targets(n_classes)
         # Derived constants the kernels take as scalars.
         self._variant_i = variant == "PAACDS-I"
         self._h_forget = 1.0 - 2.0 ** (-1.0 / h_halflife)
@@ -181,18 +174,9 @@ class PAACDS(Learner):
         self._max_weights = capacity if max_weights is None else max_weights
 
     @property
-    def binary(self) -> bool:
-        return self.n_classes == 2
-
-    @property
     def current_delta(self) -> float:
         """``delta`` as the budget control has left it."""
         return self._current_delta
-
-    @property
-    def classes(self) -> list:
-        """Multiclass labels seen so far, in index order."""
-        return list(self._labels.labels)
 
     def weights(self) -> dict:
         """The model's weights by channel name (binary) or by channel name
@@ -204,7 +188,7 @@ class PAACDS(Learner):
             if self.binary:
                 out[name] = float(self.W[0, slot])
             else:
-                out[name] = {c: float(self.W[i, slot]) for i, c in enumerate(self._labels.labels)}
+                out[name] = {c: float(self.W[i, slot]) for i, c in enumerate(self.targets.labels)}
         return out
 
     # -- protocol hooks -------------------------------------------------------
@@ -216,12 +200,12 @@ class PAACDS(Learner):
         slots, z = space.claim(x)
         K.observe_scores(
             slots, z, len(slots), space.count, space.mean, space.var, space.last_seen, space.t,
-            space._forget, space.eps, space.z_max, self.W, self.b, self.active, self.h, self.h_n,
+            space.forget, space.eps, space.z_max, self.W, self.b, self.active, self.h, self.h_n,
             self.h_mean, self.h_var, self._h_forget, _K0, self._scores,
         )
         space.advance()
-        label, score = self._label_and_margin()
-        return Decision(label, score, self._ask(score), slots, z)
+        code, score = self._label_and_margin()
+        return Decision(self._label_of(code), score, self._ask(score), slots, z)
 
     def _score(self, slots, z):
         K.scores(slots, z, len(slots), self.W, self.b, self.active, self.h, self._scores)
@@ -230,13 +214,20 @@ class PAACDS(Learner):
     def _label_and_margin(self):
         if self.binary:
             q = float(self._scores[0])
-            return q >= 0.0, q
-        classes = self._labels.labels
-        n_known = len(classes)
+            return q > 0.0, q
+        n_known = len(self.targets.labels)
         best, runner = K.top_two(self._scores, n_known, self.W.shape[0])
         margin = 0.0 if runner < 0 else float(self._scores[best] - self._scores[runner])
-        label = classes[best] if n_known else None
-        return label, margin
+        return (best if n_known else -1), margin
+
+    def _proba(self, margin: float):
+        """Binary: P(positive) is the logistic of the margin ``q`` (monotone in
+        ``q``, not calibrated: ``q`` is a passive-aggressive score; a margin of
+        exactly 0 predicts the negative label). Multiclass: the softmax of the known
+        classes' scores ``w_c . z + b_c`` (same caveat)."""
+        if self.binary:
+            return logistic_proba(margin)
+        return softmax_proba(self._scores, len(self.targets.labels))
 
     def _observe(self, slots, z):
         K.update_information(slots, z, len(slots), self.h, self.h_n, self.h_mean, self.h_var, self._h_forget, _K0)
@@ -255,18 +246,18 @@ class PAACDS(Learner):
         k = len(slots)
         if self.binary:
             changed = K.learn_binary(
-                slots, z, k, binary_sign(y, "PAACDS"), self.W, self.b, self.active, self.h,
+                slots, z, k, self.targets.sign(y), self.W, self.b, self.active, self.h,
                 self.C, self._variant_i, self.learn_intercept,
             )
         else:
-            index = self._labels.index(y)
+            index = self.targets.index(y)
             changed = K.learn_multiclass(
-                slots, z, k, index, len(self._labels.labels), self.W, self.b, self.active, self.h,
+                slots, z, k, index, len(self.targets.labels), self.W, self.b, self.active, self.h,
                 self.C, self._variant_i, self.learn_intercept, self._scores,
             )
         if changed:
             K.sparsify(
-                self.W, self.active, self.h, self.channels.n_assigned, self._lam, self.B,
+                self.W, self.active, self.h, self.channels.name_key, self.channels.n_assigned, self._lam, self.B,
                 self._max_weights, self._idx_buf, self._score_buf,
             )
 
@@ -280,15 +271,11 @@ class PAACDS(Learner):
     def _learned_state(self) -> dict:
         state = {name: getattr(self, name).copy() for name in self._LEARNED}
         state["delta"] = self._current_delta
-        state["classes"] = list(self._labels.labels)
+        state["targets"] = self.targets.to_state()
         return state
 
     def _load_learned(self, learned: dict) -> None:
         # States saved before the intercept existed have no "b": their bias is 0.
         load_arrays(self, learned, [n for n in self._LEARNED if n != "b" or "b" in learned])
         self._current_delta = float(learned["delta"])
-        self._labels.load(learned["classes"])
-
-    def memory_bytes(self) -> int:
-        # The class table holds at most n_classes labels; count 64 bytes each.
-        return super().memory_bytes() + (0 if self.binary else 64 * self.n_classes)
+        self._load_targets(learned)
