@@ -33,7 +33,7 @@ import msgpack
 
 import edgelearn
 
-from .pipeline import Pipeline, _is_binary, _is_multilabel
+from .pipeline import Pipeline
 from .protocol import encode_data, encode_label
 
 #: Messages of the synthetic stream: three phases (old channels, old and new,
@@ -141,8 +141,8 @@ def warm_up(config, messages: int = MESSAGES) -> WarmupReport:
     before = {name: _counts(d) for name, d in _dispatchers().items()}
     pipeline = config.make_pipeline(clock=lambda: 0.0)
     prototype = edgelearn.make_learner(config.learner_kind, config.learner_params)
-    multilabel = _is_multilabel(prototype)
-    binary = _is_binary(prototype)
+    multilabel = prototype.task == "multilabel"
+    binary = prototype.task == "binary"
     n_classes = int(getattr(prototype, "n_classes", 2) or 2)
     _drive(pipeline, "warmup", _stream(binary, multilabel, n_classes, messages))
     pipeline.status()
