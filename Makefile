@@ -1,15 +1,17 @@
 # Two commands for a fresh machine (Debian/Ubuntu with python3 >= 3.11):
 #   make demo   set up .venv and replay the bundled sensor log (no broker needed)
 #   make test   set up .venv (+ mosquitto and nats-server, for the broker tests) and run the tests
+#   make test-aarch64   the package on an emulated Debian bookworm arm64 root (as root;
+#               cached under ~/.cache/edgelearn-aarch64; see tools/test_aarch64.sh)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
 RESULTS := paacds pafe synthesis kelm ensemble label-budget
-BENCHES := replay kelm gateway
+BENCHES := replay kelm gateway memory
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
-.PHONY: setup demo test bench results clean
+.PHONY: setup demo test test-aarch64 bench results clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,12 +29,19 @@ test: setup
 	sh tools/ensure_nats.sh
 	$(PY) -m pytest -q
 
+test-aarch64: setup
+	bash tools/test_aarch64.sh
+
 # Each writes its page under docs/ (the page names its command and machine).
 bench: $(BENCHES:%=bench-%)
 
 bench-gateway: setup
 	sh tools/ensure_mosquitto.sh
 	$(PY) tools/bench_gateway.py
+
+bench-memory: setup
+	sh tools/ensure_mosquitto.sh
+	$(PY) tools/bench_memory.py
 
 bench-%: setup
 	$(PY) tools/bench_$*.py

@@ -5,6 +5,7 @@
     edgelearn replay data.csv --label occupied
     edgelearn bench                       # replay throughput vs River; --memory for RSS
     edgelearn gateway --config FILE       # the MQTT service
+    edgelearn warmup --config FILE        # compile its kernels into NUMBA_CACHE_DIR first
     edgelearn status --config FILE        # the running gateway's status, from the broker
     edgelearn config --print-default      # the documented configs/gateway.toml
 """
@@ -109,6 +110,19 @@ def _active_kinds(single_label: bool = False) -> list[str]:
 
     return [kind for kind, cls in KINDS.items() if "target_query_rate" in cls._param_names()
             and cls.asks_selectively and not (single_label and cls.supports_multilabel)]
+
+
+class _LazyHelp(str):
+    """A help text made when --help prints it: listing the active learner kinds
+    imports every learner, which the gateway (same parser) must not do."""
+
+    def __new__(cls, make):
+        text = super().__new__(cls, "(made when printed)")
+        text.make = make
+        return text
+
+    def __mod__(self, params):
+        return self.make().replace("%", "%%") % params
 
 
 def _learner_params(args) -> dict:
@@ -311,6 +325,40 @@ def cmd_bench(args) -> int:
         a = result["river_from_array"]
         print(f"River again with the array rows turned into dicts inside the timing: {a['instances_per_s']:,.0f} instances/s")
         print(f"ratio {result['ratio']:,.1f}x (River's learner alone), {result['ratio_from_array']:,.1f}x (River replaying the array)")
+    return 0
+
+
+# -- warmup --------------------------------------------------------------------
+
+
+def cmd_warmup(args) -> int:
+    import dataclasses
+    import os
+
+    from firmware_bridge.config import load_config
+    from firmware_bridge.warmup import warm_up
+
+    config, errors = load_config(args.config)
+    if errors:
+        raise CliError("the configuration has errors:\n  " + "\n  ".join(errors))
+    if not os.environ.get("NUMBA_CACHE_DIR") and not args.json:
+        print("edgelearn warmup: NUMBA_CACHE_DIR is not set: the kernels are cached beside the "
+              "package (or in ~/.cache). The systemd unit sets NUMBA_CACHE_DIR=/var/cache/edgelearn/numba; "
+              "warm that one up.", file=sys.stderr)
+    reports = []
+    for kind in args.kind or [config.learner_kind]:
+        if kind != config.learner_kind:
+            # Another kind than the file's runs with that kind's defaults.
+            config, errors = load_config(args.config, {"learner.kind": kind, "learner.params": {}})
+            if errors:
+                raise CliError("the configuration has errors:\n  " + "\n  ".join(errors))
+        report = warm_up(config)
+        reports.append(report)
+        if not args.json:
+            print(report.line(), flush=True)
+    if args.json:
+        json.dump([dataclasses.asdict(r) for r in reports], sys.stdout, indent=2)
+        print()
     return 0
 
 
@@ -617,9 +665,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--set", action="append", type=_parse_setting, metavar="KEY=VALUE",
                         help="a learner parameter, e.g. --set C=0.5 --set variant=PAACDS-I (repeatable)")
     replay.add_argument("--label-budget", type=float, default=None, metavar="FRACTION",
-                        help="fraction of labels the learner may ask for (active learners: %s; "
-                             "default 0.1 for %s)" % (", ".join(_active_kinds()),
-                                                      " and ".join(_active_kinds(single_label=True))))
+                        help=_LazyHelp(lambda: "fraction of labels the learner may ask for (active learners: "
+                                       "%s; default 0.1 for %s)" % (", ".join(_active_kinds()),
+                                       " and ".join(_active_kinds(single_label=True)))))
     replay.add_argument("--policy", choices=("from_data", "all"), default="from_data",
                         help="from_data: learn a recorded label only when asked (default); all: learn every label")
     replay.add_argument("--label", default=None, metavar="COLUMN",
@@ -646,6 +694,25 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--names", type=int, default=100_000, help="--memory: distinct channel names (default 100,000)")
     bench.add_argument("--json", action="store_true", help="print the result as JSON")
     bench.set_defaults(func=cmd_bench)
+
+    warmup = sub.add_parser(
+        "warmup",
+        help="compile the gateway's kernels into the Numba cache before the service first starts",
+        description=(
+            "Run the gateway's per-message path (the --config file's learner, topics and "
+            "limits) on a short synthetic stream, so that Numba compiles every kernel it "
+            "calls and writes it to its cache (NUMBA_CACHE_DIR). Run it at install with the "
+            "environment of the systemd unit, whose first start would otherwise compile "
+            "while the watchdog waits. Prints, per learner kind, the kernels compiled and "
+            "those loaded from the cache (a second run compiles none)."
+        ),
+    )
+    warmup.add_argument("--config", default=None, metavar="FILE",
+                        help="the gateway.toml the service runs (default: the built-in defaults, learner paacds)")
+    warmup.add_argument("--kind", action="append", choices=sorted(KINDS), metavar="KIND",
+                        help=f"warm this learner kind instead of the config's (repeatable; one of {', '.join(sorted(KINDS))})")
+    warmup.add_argument("--json", action="store_true", help="print the reports as JSON")
+    warmup.set_defaults(func=cmd_warmup)
 
     _add_gateway(sub)
     return parser

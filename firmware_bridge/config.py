@@ -378,9 +378,15 @@ _HEADER = """\
 # and the gateway id (--gateway-id ID).
 #
 # Budgets are fixed at start: the gateway never grows a table past what is set here,
-# and reports the memory they add up to in its status message ("memory"). The
-# defaults suit a Raspberry Pi 3/4 serving a few dozen sensor streams (well under
-# 100 MiB in all, most of it Python and NumPy themselves).
+# and reports the memory they add up to in its status message ("memory"): about
+# 10 MiB with these defaults. The process is much larger than its tables: Python,
+# NumPy, numba and its LLVM library come to about 160 MiB before the first message.
+# docs/bench-memory.md (python tools/bench_memory.py) measured a peak RSS of 228 MiB
+# (these defaults, PAACDS, 1 or 100 streams, kernels compiled in the process; 199
+# MiB when `edgelearn warmup` filled the Numba cache first, as the unit does), flat
+# however long the stream. The systemd unit's MemoryHigh (288M) and MemoryMax (352M)
+# leave 1.25x and 1.5x that figure at least. The defaults suit a Raspberry Pi 3/4/5
+# (64-bit) serving a few dozen sensor streams.
 """
 
 _LEARNER_PARAMS = """\
