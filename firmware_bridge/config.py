@@ -144,10 +144,11 @@ def _limits() -> dict[str, Setting]:
         "max_channel_name_bytes": "UTF-8 bytes of one channel name",
         "max_string_bytes": "any msgpack str, bin or ext while decoding",
         "max_container_len": "any msgpack array or map while decoding (>= max_channels)",
-        "max_depth": "container nesting (a data message uses 2)",
+        "max_depth": "container nesting (a data message uses 2, a batch 4)",
         "max_stream_id_bytes": "UTF-8 bytes of the {stream} topic level",
         "max_label_bytes": "UTF-8 bytes of a str label or a multi-label name",
         "max_request_id_bytes": "UTF-8 bytes of a label answer's \"req\"",
+        "max_batch_readings": "readings in one batch message (a batch nests 4 deep)",
     }
     low = {"max_depth": 2}
     return {

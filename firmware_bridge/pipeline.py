@@ -72,11 +72,14 @@ Memory is bounded by the construction parameters whatever arrives
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+import msgpack
 
 import edgelearn
 from edgelearn._validation import check_choice, check_number
@@ -86,7 +89,9 @@ from .labels import Outcome, PendingEntry, PendingLabels
 from .protocol import (
     DEFAULT_LIMITS,
     REJECT_REASONS,
+    DataBatch,
     DataMessage,
+    KnownNames,
     LabelMessage,
     Limits,
     RejectCounters,
@@ -94,6 +99,8 @@ from .protocol import (
     encode_label_request,
     encode_prediction,
     parse_message,
+    plain_reading,
+    prediction_fields,
 )
 
 __all__ = [
@@ -392,6 +399,25 @@ class Pipeline:
         self._label_requests = 0
         self._asked = 0
         self._learned = 0
+        self._batches = 0
+        # The fast path (see handle): data topics of the streams that exist, names
+        # that passed the rules, a decoder and an encoder set up once.
+        self._data_topics: dict[str, _Stream] = {}
+        self._names = KnownNames(limits.max_channel_name_bytes)
+        self._unpack = functools.partial(
+            msgpack.unpackb,
+            raw=False,
+            use_list=True,
+            strict_map_key=False,
+            max_str_len=limits.max_string_bytes,
+            max_bin_len=limits.max_string_bytes,
+            max_ext_len=limits.max_string_bytes,
+            max_array_len=limits.max_container_len,
+            max_map_len=limits.max_container_len,
+        )
+        self._pack = msgpack.Packer(use_bin_type=True).pack
+        # A batch of plain readings nests 4 deep (message, readings, reading, ch).
+        self._fast_batches = limits.max_depth >= 4
 
     # -- the per-message path --------------------------------------------------
 
@@ -401,11 +427,52 @@ class Pipeline:
         Never raises for anything a client can send.
         """
         self._messages += 1
+        # Fast path: a data message (or batch) on a known stream's topic whose readings
+        # are all plain (protocol.plain_reading): one cached topic lookup, one decode,
+        # no checks it does not need. Anything else, and anything wrong, goes the full
+        # way below, which gives every verdict; both end in the same _answer code.
+        stream = self._data_topics.get(topic)
+        if (
+            stream is not None
+            and type(payload) is bytes
+            and len(payload) <= self.limits.max_payload_bytes
+        ):
+            try:
+                obj = self._unpack(payload)
+            except Exception:  # the full path names what is wrong
+                obj = None
+            if type(obj) is dict:
+                reading = plain_reading(obj, self.limits, self._names)
+                if reading is not None:
+                    return self._answer(stream, reading, received_at)
+                if len(obj) == 1 and self._fast_batches:
+                    readings = obj.get("readings")
+                    if type(readings) is list and 0 < len(readings) <= self.limits.max_batch_readings:
+                        limits, names = self.limits, self._names
+                        plain = [plain_reading(r, limits, names) for r in readings]
+                        if None not in plain:
+                            return self._answer_batch(stream, plain, received_at)
         message = parse_message(topic, payload, self.topics, self.limits)
         if isinstance(message, DataMessage):
             if message.non_finite:
                 self._rejects.count(message)
-            return self._handle_data(message, received_at)
+            stream = self._stream(message.stream)
+            if stream is None:
+                return []
+            return self._answer(
+                stream, (message.ts, message.seq, message.channels, message.y), received_at
+            )
+        if isinstance(message, DataBatch):
+            self._rejects.count(message)
+            for index, reject in message.rejects:
+                self._log.warning(reject.reason, "%s (reading %d of a batch on topic %.80r)",
+                                  reject.detail, index, topic)
+            stream = self._stream(message.stream) if message.readings else None
+            if stream is None:
+                return []
+            return self._answer_batch(
+                stream, [(r.ts, r.seq, r.channels, r.y) for r in message.readings], received_at
+            )
         if isinstance(message, LabelMessage):
             self._handle_label(message)
             return []
@@ -426,67 +493,95 @@ class Pipeline:
             )
             return None
         learner = edgelearn.make_learner(self.learner_kind, self.learner_params)
-        stream = self._streams[name] = _Stream(
-            name, learner, self.topics, self._binary, self._n_labels
-        )
+        stream = _Stream(name, learner, self.topics, self._binary, self._n_labels)
+        self._add(stream)
         return stream
+
+    def _add(self, stream: _Stream) -> None:
+        self._streams[stream.name] = stream
+        try:
+            self._data_topics[self.topics.data(stream.name)] = stream
+        except ValueError:  # a reserved id (only restore() can bring one): no fast path
+            pass
 
     def _reject(self, reason: str, message: str, *args: Any) -> None:
         self._own_rejects[reason] += 1
         self._log.warning(reason, message, *args)
 
-    def _handle_data(self, message: DataMessage, received_at: float) -> list[Outbound]:
-        stream = self._stream(message.stream)
-        if stream is None:
+    def _answer(self, stream: _Stream, reading: tuple, received_at: float) -> list[Outbound]:
+        """The prediction message (and any label request) for one accepted reading."""
+        result = self._predict(stream, reading, received_at)
+        if result is None:
             return []
+        fields, request = result
+        try:
+            payload = self._pack(fields)
+        except TypeError:  # a learner that returns NumPy scalars: convert them
+            payload = encode_prediction(**fields)
+        prediction = Outbound(stream.prediction_topic, payload, self.prediction_qos, False)
+        return [prediction] if request is None else [prediction, request]
+
+    def _answer_batch(self, stream: _Stream, readings: list, received_at: float) -> list[Outbound]:
+        """One prediction message for the accepted readings of a batch (in batch
+        order), then the label requests of its readings, as for single readings."""
+        predictions = []
+        requests = []
+        for reading in readings:
+            result = self._predict(stream, reading, received_at)
+            if result is not None:
+                predictions.append(result[0])
+                if result[1] is not None:
+                    requests.append(result[1])
+        if not predictions:
+            return requests
+        try:
+            payload = self._pack({"predictions": predictions})
+        except TypeError:
+            payload = self._pack({"predictions": [prediction_fields(**p) for p in predictions]})
+        self._batches += 1
+        return [Outbound(stream.prediction_topic, payload, self.prediction_qos, False), *requests]
+
+    def _predict(
+        self, stream: _Stream, reading: tuple, received_at: float
+    ) -> tuple[dict[str, Any], Outbound | None] | None:
+        """Predict one reading ``(ts, seq, channels, y)``, learn or request its label as
+        the policy says; return its prediction map and label request (or None), or None
+        if the learner refused it (counted)."""
+        ts, seq, channels, y = reading
         learner = stream.learner
         try:
-            decision = learner.decide_one(message.channels)
+            decision = learner.decide_one(channels)
         except (ValueError, TypeError) as exc:
-            self._reject("learner_error", "stream %r seq %d: %s", stream.name, message.seq, exc)
-            return []
+            self._reject("learner_error", "stream %r seq %d: %s", stream.name, seq, exc)
+            return None
         self._data += 1
         stream.data += 1
-        stream.last_seq = message.seq
+        stream.last_seq = seq
         stream.last_received_at = received_at
-        if decision.ask:
+        label, ask = decision.label, decision.ask
+        if ask:
             self._asked += 1
             stream.asked += 1
-        y = message.y
-        truth_ok = y is not None and self._score(stream, y, decision.label)
-        out = [
-            Outbound(
-                stream.prediction_topic,
-                encode_prediction(message.seq, message.ts, decision.label, decision.score,
-                                  decision.ask),
-                self.prediction_qos,
-                False,
-            )
-        ]
+        fields = {"seq": seq, "ts": ts, "y": label, "score": decision.score, "query": ask}
         self._predictions += 1
-        policy = self.label_policy
+        request = None
         if y is None:
-            if decision.ask and policy == "request":
-                req = self.labels.issue(
-                    stream.name, message.seq, (decision.slots, decision.z), decision.label
-                )
-                out.append(
-                    Outbound(
-                        stream.label_request_topic,
-                        encode_label_request(
-                            req, message.seq, message.ts, decision.label, decision.score,
-                            self.labels.ttl_seconds,
-                            learner.labels if stream.multilabel else None,
-                        ),
-                        self.label_request_qos,
-                        False,
-                    )
+            if ask and self.label_policy == "request":
+                req = self.labels.issue(stream.name, seq, (decision.slots, decision.z), label)
+                request = Outbound(
+                    stream.label_request_topic,
+                    encode_label_request(
+                        req, seq, ts, label, decision.score, self.labels.ttl_seconds,
+                        learner.labels if stream.multilabel else None,
+                    ),
+                    self.label_request_qos,
+                    False,
                 )
                 self._label_requests += 1
                 stream.label_requests += 1
-        elif truth_ok and (policy != "from_data" or decision.ask):
+        elif self._score(stream, y, label) and (self.label_policy != "from_data" or ask):
             self._learn(stream, decision.slots, decision.z, y)
-        return out
+        return fields, request
 
     def _score(self, stream: _Stream, y: Any, predicted: Any) -> bool:
         """Count the prediction against the true label ``y``; False if the stream's
@@ -571,14 +666,17 @@ class Pipeline:
     def counters(self) -> dict[str, int]:
         """Every counter, zeros included, in a stable set of keys:
 
-        ``messages``, ``data``, ``label_messages``, ``predictions``, ``asked``,
-        ``label_requests``, ``learned``; each protocol reject reason and
+        ``messages`` (inbound MQTT messages), ``batches`` (batch messages answered),
+        ``data`` (readings accepted, a batch's each), ``label_messages``,
+        ``predictions`` (readings predicted), ``asked``, ``label_requests``,
+        ``learned``; each protocol reject reason and
         ``non_finite_values``; each of :data:`PIPELINE_REJECTS`; the label table's
         counters prefixed ``label_`` (``label_pending`` is a gauge); and ``rejected``,
         the sum of every reject.
         """
         counts = {
             "messages": self._messages,
+            "batches": self._batches,
             "data": self._data,
             "label_messages": self._label_messages,
             "predictions": self._predictions,
@@ -673,7 +771,7 @@ class Pipeline:
                 setattr(entry, name, value)
         last_seq = state.get("last_seq", -1)
         entry.last_seq = last_seq if isinstance(last_seq, int) else -1
-        self._streams[stream] = entry
+        self._add(entry)
 
 
 def _label_problem(stream: _Stream, y: Any) -> str | None:

@@ -18,14 +18,22 @@ network. Inbound bytes go through three steps, none of which raises to the calle
 Inbound schemas (see ``DESIGN.md``)::
 
     data   {"ts": number, "seq": int >= 0, "ch": {name: number, ...}, "y"?: label}
+    batch  {"readings": [data, ...]}  (on the data topic; 1 to max_batch_readings)
     label  {"req": request id (str), "y": label}
 
 Outbound (:func:`encode_prediction`, :func:`encode_label_request`)::
 
     prediction     {"seq", "ts", "y": predicted label, "score", "query": bool}
+    (to a batch)   {"predictions": [prediction, ...]}  (its accepted readings, in order)
     label_request  {"req", "seq", "ts", "y_hat", "score", "ttl", "labels"?: [name, ...]}
 
 (``"labels"``: multi-label streams only, the label names the learner knows.)
+
+A batch carries several readings of one stream (a sensor hub, a high-rate sensor) in
+one message: :func:`validate_batch` checks the batch itself (a bad ``"readings"``
+rejects the whole message) and then each reading as a data message on its own (a bad
+reading is rejected and counted by its reason; the others are kept). See
+``docs/protocol-batches.md``.
 
 A label is a ``bool``, an ``int``, a ``str`` (printable, 1 to
 ``Limits.max_label_bytes`` bytes of UTF-8) or, for multi-label streams, a non-empty
@@ -73,16 +81,24 @@ __all__ = [
     "Limits",
     "DEFAULT_LIMITS",
     "DataMessage",
+    "DataBatch",
+    "KnownNames",
     "LabelMessage",
     "Reject",
     "RejectCounters",
     "decode_payload",
     "validate_data",
+    "validate_batch",
+    "is_batch",
+    "plain_reading",
     "validate_label",
     "check_stream_id",
     "parse_message",
     "encode_data",
+    "encode_batch",
     "encode_label",
+    "prediction_fields",
+    "encode_batch_prediction",
     "encode_prediction",
     "encode_label_request",
     "encode_status",
@@ -108,6 +124,9 @@ REJECT_REASONS: Mapping[str, str] = types.MappingProxyType(
         "bad_channel_name": "a channel name breaks the name rules",
         "bad_value_type": "a channel value is not an int or float (bool included)",
         "bad_label": "'y' is not a valid label",
+        "bad_batch": "'readings' is not a non-empty array, or the batch also has "
+        "'ts', 'seq' or 'ch'",
+        "too_many_readings": "'readings' has more than Limits.max_batch_readings entries",
     }
 )
 """Every reason a :class:`Reject` can carry, with what it means; these are counter names."""
@@ -320,7 +339,10 @@ class Limits:
     ``max_string_bytes`` bounds every msgpack str, bin and ext and
     ``max_container_len`` every array and map, while decoding (msgpack refuses before
     allocating); ``max_depth`` counts container levels (a data message has 2:
-    the message map and ``ch``). The other bounds apply during validation.
+    the message map and ``ch``; a batch 4: the message, ``readings``, a reading and its
+    ``ch``). The other bounds apply during validation; ``max_batch_readings`` (readings
+    in one batch) can bind only below ``max_container_len``, which the decoder applies
+    to ``readings`` first.
 
     >>> Limits().max_payload_bytes
     4096
@@ -339,6 +361,7 @@ class Limits:
     max_stream_id_bytes: int = 64
     max_label_bytes: int = 64
     max_request_id_bytes: int = 64
+    max_batch_readings: int = 64
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:
@@ -377,6 +400,17 @@ class DataMessage:
     channels: dict[str, float]
     y: Label | None = None
     non_finite: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DataBatch:
+    """A batch of readings of one stream: ``readings`` the valid ones and
+    ``rejects`` the others (as ``(index in the batch, Reject)``), both in batch order.
+    The batch as a whole was well-formed; at least one of the two is non-empty."""
+
+    stream: str
+    readings: tuple[DataMessage, ...]
+    rejects: tuple[tuple[int, "Reject"], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -419,13 +453,19 @@ class RejectCounters:
     def __init__(self) -> None:
         self._counts = dict.fromkeys(COUNTER_KEYS, 0)
 
-    def count(self, result: DataMessage | LabelMessage | Reject) -> None:
+    def count(self, result: DataMessage | DataBatch | LabelMessage | Reject) -> None:
         """Count one parse result: a reject by its reason, a data message by its
-        dropped non-finite values, anything else not at all."""
+        dropped non-finite values, a batch as each of its readings and rejects,
+        anything else not at all."""
         if isinstance(result, Reject):
             self._counts[result.reason] += 1
         elif isinstance(result, DataMessage) and result.non_finite:
             self._counts["non_finite_values"] += len(result.non_finite)
+        elif isinstance(result, DataBatch):
+            for reading in result.readings:
+                self.count(reading)
+            for _, reject in result.rejects:
+                self.count(reject)
 
     def __getitem__(self, key: str) -> int:
         return self._counts[key]
@@ -703,6 +743,155 @@ def validate_data(obj: Any, stream: str, limits: Limits = DEFAULT_LIMITS) -> Dat
     return DataMessage(stream, ts, seq, finite, y, tuple(non_finite))
 
 
+def validate_batch(obj: Any, stream: str, limits: Limits = DEFAULT_LIMITS) -> DataBatch | Reject:
+    """Check a decoded batch ``{"readings": [data, ...]}``: the batch itself (a
+    :class:`Reject` for the whole message), then each reading as a data message of its
+    own (:func:`validate_data`): a bad reading rejects only itself.
+
+    >>> batch = validate_batch({"readings": [{"ts": 1, "seq": 0, "ch": {"t": 2.0}},
+    ...                                      {"ts": 1, "seq": "1", "ch": {}}]}, "s1")
+    >>> [r.seq for r in batch.readings], [(i, r.reason) for i, r in batch.rejects]
+    ([0], [(1, 'bad_field_type')])
+    >>> validate_batch({"readings": []}, "s1").detail
+    "'readings' must be a non-empty array of readings, got an empty array"
+    """
+    if not isinstance(obj, dict):
+        return Reject("not_a_map", f"a data message must be a map, got {_wire_type(obj)}")
+    mixed = [name for name in ("ts", "seq", "ch") if name in obj]
+    if mixed:
+        return Reject(
+            "bad_batch",
+            "a batch carries its readings in 'readings' only, got "
+            + ", ".join(repr(name) for name in mixed) + " beside it",
+        )
+    readings = obj.get("readings")
+    if not isinstance(readings, list) or not readings:
+        got = "an empty array" if readings == [] else _wire_type(readings)
+        return Reject("bad_batch", f"'readings' must be a non-empty array of readings, got {got}")
+    if len(readings) > limits.max_batch_readings:
+        return Reject(
+            "too_many_readings",
+            f"'readings' has {len(readings)} readings, the limit is {limits.max_batch_readings}",
+        )
+    kept: list[DataMessage] = []
+    rejects: list[tuple[int, Reject]] = []
+    for index, reading in enumerate(readings):
+        result = validate_data(reading, stream, limits)
+        if isinstance(result, Reject):
+            rejects.append((index, result))
+        else:
+            kept.append(result)
+    return DataBatch(stream, tuple(kept), tuple(rejects))
+
+
+def is_batch(obj: Any) -> bool:
+    """Whether a decoded data-topic message is a batch (a map with ``"readings"``)."""
+    return isinstance(obj, dict) and "readings" in obj
+
+
+# --- the fast path ----------------------------------------------------------------------
+
+# Value types a plain reading's channels may have as they come (bool is not one:
+# type(True) is bool).
+_PLAIN_NUMBERS = frozenset((float, int))
+_NO_LABEL = object()
+
+
+class KnownNames:
+    """Channel names that passed the name rules, so a message whose names are all known
+    costs one C-level subset test instead of a check per name. Bounded: it starts over
+    when ``capacity`` names are known (a flood of new names only churns it).
+
+    >>> names = KnownNames(64)
+    >>> names.all_good({"temp": 1.0}), names.all_good({"a b": 1.0}), len(names)
+    (True, False, 1)
+    """
+
+    __slots__ = ("_names", "_max_bytes", "capacity")
+
+    def __init__(self, max_bytes: int, capacity: int = 4096):
+        self._names: set[str] = set()
+        self._max_bytes = max_bytes
+        self.capacity = capacity
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def all_good(self, names: Any) -> bool:
+        """Whether every key of ``names`` is a valid channel name."""
+        known = self._names
+        if known.issuperset(names):
+            return True
+        for name in names:
+            if name not in known and _name_problem(name, self._max_bytes) is not None:
+                return False
+        if len(known) + len(names) > self.capacity:
+            known.clear()
+        known.update(names)
+        return True
+
+
+def plain_reading(
+    obj: Any, limits: Limits, names: KnownNames
+) -> tuple[float, int, dict[str, float], Any] | None:
+    """``(ts, seq, channels, y)`` of a data message that is valid with nothing to drop
+    (every channel value a finite int or float, no keys but ``ts``, ``seq``, ``ch`` and
+    ``y``), or ``None``: then :func:`validate_data` gives the verdict. The gateway's
+    per-message path; for those messages it gives what :func:`validate_data` would,
+    and since their containers hold only scalars it also stands for the depth check.
+
+    >>> plain_reading({"ts": 1, "seq": 2, "ch": {"t": 3}}, DEFAULT_LIMITS, KnownNames(64))
+    (1.0, 2, {'t': 3.0}, None)
+    >>> plain_reading({"ts": 1, "seq": 2, "ch": {"t": float("nan")}}, DEFAULT_LIMITS,
+    ...               KnownNames(64)) is None
+    True
+    """
+    if type(obj) is not dict:
+        return None
+    size = len(obj)
+    if size == 3:
+        y = None
+    elif size == 4:
+        y = obj.get("y", _NO_LABEL)
+        if y is _NO_LABEL:
+            return None
+    else:
+        return None
+    ts = obj.get("ts")
+    seq = obj.get("seq")
+    channels = obj.get("ch")
+    if type(seq) is not int or seq < 0 or type(channels) is not dict:
+        return None
+    kind = type(ts)
+    if kind is int:
+        try:
+            ts = float(ts)
+        except OverflowError:
+            return None
+    elif kind is not float:
+        return None
+    if len(channels) > limits.max_channels:
+        return None
+    values = channels.values()
+    kinds = set(map(type, values))
+    if not _PLAIN_NUMBERS.issuperset(kinds):
+        return None
+    try:
+        # A sum is finite only if every term is (NaN and inf stay); a sum that
+        # overflows sends finite values down the slow path, which is still right.
+        if not (math.isfinite(ts) and math.isfinite(sum(values))):
+            return None
+    except OverflowError:
+        return None
+    if not names.all_good(channels):
+        return None
+    if y is not None and _label_problem(y, limits) is not None:
+        return None
+    if int in kinds:
+        channels = {name: float(value) for name, value in channels.items()}
+    return ts, seq, channels, y
+
+
 def validate_label(obj: Any, stream: str, limits: Limits = DEFAULT_LIMITS) -> LabelMessage | Reject:
     """Check a decoded label answer; whether ``req`` is pending is the label table's job.
 
@@ -733,7 +922,7 @@ def parse_message(
     payload: Any,
     topics: Topics,
     limits: Limits = DEFAULT_LIMITS,
-) -> DataMessage | LabelMessage | Reject:
+) -> DataMessage | DataBatch | LabelMessage | Reject:
     """Topic and payload to a message or a :class:`Reject`; never raises.
 
     The topic is checked before the payload is decoded, so junk on a wrong topic
@@ -755,6 +944,8 @@ def parse_message(
     if isinstance(obj, Reject):
         return obj
     if kind == "data":
+        if is_batch(obj):
+            return validate_batch(obj, stream, limits)
         return validate_data(obj, stream, limits)
     return validate_label(obj, stream, limits)
 
@@ -825,6 +1016,22 @@ def encode_data(ts: float, seq: int, channels: Mapping[str, float], y: Any = Non
     return _pack(message)
 
 
+def encode_batch(readings: Any) -> bytes:
+    """An inbound batch of readings ``(ts, seq, channels, y)`` of one stream, as a
+    sensor hub would publish it (simulator, tests); ``y`` may be ``None``.
+
+    >>> msgpack.unpackb(encode_batch([(1.0, 2, {"t": 3.5}, None), (1.5, 3, {"t": 3.6}, True)]))
+    {'readings': [{'ts': 1.0, 'seq': 2, 'ch': {'t': 3.5}}, {'ts': 1.5, 'seq': 3, 'ch': {'t': 3.6}, 'y': True}]}
+    """
+    batch = []
+    for ts, seq, channels, y in readings:
+        reading = {"ts": _float("ts", ts), "seq": _int("seq", seq), "ch": dict(channels)}
+        if y is not None:
+            reading["y"] = y
+        batch.append(reading)
+    return _pack({"readings": batch})
+
+
 def encode_label(req: str, y: Any) -> bytes:
     """An inbound label answer, as a labeller would publish it (oracle, tests)."""
     return _pack({"req": req, "y": y})
@@ -837,17 +1044,28 @@ def encode_prediction(seq: int, ts: float, y: Any, score: Any, query: bool) -> b
     >>> msgpack.unpackb(payload)
     {'seq': 4, 'ts': 1.5, 'y': 2, 'score': 0.25, 'query': False}
     """
-    # One per data message: only the learner's values need converting.
-    return msgpack.packb(
-        {
-            "seq": _int("seq", seq),
-            "ts": _float("ts", ts),
-            "y": to_wire(y),
-            "score": to_wire(score),
-            "query": bool(query),
-        },
-        use_bin_type=True,
-    )
+    return msgpack.packb(prediction_fields(seq, ts, y, score, query), use_bin_type=True)
+
+
+def prediction_fields(seq: int, ts: float, y: Any, score: Any, query: bool) -> dict[str, Any]:
+    """The prediction map of one reading, as plain values (see :func:`encode_prediction`)."""
+    return {
+        "seq": _int("seq", seq),
+        "ts": _float("ts", ts),
+        "y": to_wire(y),
+        "score": to_wire(score),
+        "query": bool(query),
+    }
+
+
+def encode_batch_prediction(predictions: list[dict[str, Any]]) -> bytes:
+    """The one prediction message answering a batch: the prediction maps of its
+    accepted readings, in batch order.
+
+    >>> msgpack.unpackb(encode_batch_prediction([prediction_fields(4, 1.5, True, 0.25, False)]))
+    {'predictions': [{'seq': 4, 'ts': 1.5, 'y': True, 'score': 0.25, 'query': False}]}
+    """
+    return msgpack.packb({"predictions": predictions}, use_bin_type=True)
 
 
 def encode_label_request(

@@ -213,6 +213,8 @@ def _bad_inputs():
         "bad_channel_name": (topics.data("s1"), pack({"ts": 1.0, "seq": 1, "ch": {"a b": 1.0}})),
         "bad_value_type": (topics.data("s1"), pack({"ts": 1.0, "seq": 1, "ch": {"a": True}})),
         "bad_label": (topics.label("s1"), pack({"req": "gw1-0-00", "y": 0.5})),
+        "bad_batch": (topics.data("s1"), pack({"readings": [], "ts": 1.0})),
+        "too_many_readings": (topics.data("s1"), pack({"readings": [good] * 65})),
     }
 
 

@@ -76,6 +76,10 @@ REACH_EVERY_REASON = {
     "bad_channel_name": (DATA, data(ch={"a/b": 1.0}), DEFAULT_LIMITS),
     "bad_value_type": (DATA, data(ch={"a": True}), DEFAULT_LIMITS),
     "bad_label": (LABEL, pack({"req": "gw-1-a", "y": 0.5}), DEFAULT_LIMITS),
+    "bad_batch": (DATA, pack({"readings": {"ts": 1.0}}), DEFAULT_LIMITS),
+    "too_many_readings": (
+        DATA, pack({"readings": [msgpack.unpackb(data())] * 3}), Limits(max_batch_readings=2)
+    ),
 }
 
 

@@ -147,6 +147,40 @@ def observe_scores(
 
 
 @jit
+def decide(
+    slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
+    W, b, active, h, h_n, h_mean, h_var, h_forget, k0, out,
+    n_known, delta, rng_state, adapt, target, gain,
+):
+    """A whole ``decide_one`` in one call (the gateway's per-message path):
+    :func:`observe_scores`, then the label and its margin (the binary score,
+    or best minus runner-up by :func:`top_two`), the query drawn by
+    :func:`draw_query` and, with ``adapt``, the budget step of
+    :func:`adapt_delta`. The same functions in the same order as the
+    learner's separate calls, so the same bits.
+
+    Returns ``(best, margin, asked, delta)``; ``best`` is -1 for a
+    multiclass model that knows no class yet."""
+    observe_scores(
+        slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
+        W, b, active, h, h_n, h_mean, h_var, h_forget, k0, out,
+    )
+    rows = W.shape[0]
+    if rows == 1:
+        best = 0
+        margin = out[0]
+    else:
+        best, runner = top_two(out, n_known, rows)
+        margin = 0.0 if runner < 0 else out[best] - out[runner]
+        if n_known == 0:
+            best = -1
+    asked = draw_query(margin, delta, rng_state)
+    if adapt:
+        delta = adapt_delta(delta, asked, target, gain)
+    return best, margin, asked, delta
+
+
+@jit
 def draw_query(margin, delta, rng_state):
     """Ask with probability ``delta / (delta + |margin|)``."""
     return next_double(rng_state) < delta / (delta + abs(margin))

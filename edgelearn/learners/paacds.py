@@ -210,18 +210,23 @@ class PAACDS(Learner):
     # -- protocol hooks -------------------------------------------------------
 
     def decide_one(self, x: dict) -> Decision:
-        # One fused kernel does what the base class does in three calls
-        # (observe, score, fold in information): the gateway's per-message path.
+        # One fused kernel does what the base class does in five calls (observe,
+        # score, label and margin, draw the query, adapt the budget): the gateway's
+        # per-message path, where each call into numba costs about a microsecond.
         space = self.channels
         slots, z = space.claim(x)
-        K.observe_scores(
+        target = self.target_query_rate
+        best, margin, asked, self._current_delta = K.decide(
             slots, z, len(slots), space.count, space.mean, space.var, space.last_seen, space.t,
             space._forget, space.eps, space.z_max, self.W, self.b, self.active, self.h, self.h_n,
             self.h_mean, self.h_var, self._h_forget, _K0, self._scores,
+            len(self._labels.labels), self._current_delta, self.rng_state, target is not None,
+            0.0 if target is None else target, self.budget_gain,
         )
         space.advance()
-        label, score = self._label_and_margin()
-        return Decision(label, score, self._ask(score), slots, z)
+        if self.n_classes == 2:
+            return Decision(margin >= 0.0, margin, asked, slots, z)
+        return Decision(self._labels.labels[best] if best >= 0 else None, margin, asked, slots, z)
 
     def _score(self, slots, z):
         K.scores(slots, z, len(slots), self.W, self.b, self.active, self.h, self._scores)
