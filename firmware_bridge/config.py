@@ -44,7 +44,7 @@ from edgelearn.constraints import (
 from .labels import PendingLabels
 from .mqtt import PROTOCOLS, MqttSettings, parse_broker
 from .pipeline import Pipeline
-from .protocol import DEFAULT_LIMITS, Limits, Topics
+from .protocol import DEFAULT_LIMITS, JsonFields, Limits, Topics
 from .recorder import _PREFIX_PATTERN as _RECORDER_PREFIX
 from .recorder import LogWriter
 
@@ -87,6 +87,27 @@ class BrokerList(Constraint):
 
     def valid_value(self) -> Any:
         return ["localhost:1883"]
+
+
+class FieldList(Constraint):
+    """A list of field names (str, dotted for nested JSON objects), as a tuple."""
+
+    def describe(self) -> str:
+        return "a list of non-empty str"
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, (list, tuple)) and all(isinstance(v, str) and v for v in value)
+
+    def convert(self, value: Any) -> Any:
+        if not self.accepts_type(value):
+            self._reject(TypeError, value)
+        return tuple(value)
+
+    def invalid_values(self) -> list:
+        return ["battery", [1], [""]]
+
+    def valid_value(self) -> Any:
+        return ["battery"]
 
 
 def _owner_default(owner: type, name: str) -> Any:
@@ -200,6 +221,28 @@ SCHEMA: dict[str, Section] = {
         '$'. Subscriptions use the same templates with '+' in place of {stream}. An
         instance serving a share of the streams subscribes to its own subtree, e.g.
         data = "sensors/a/{stream}/data" (see docs/fleet.md).""", _topics()),
+    "json": Section("""
+        JSON sensor objects on the data topic (Zigbee2MQTT, Tasmota, Shelly, your own
+        firmware; see docs/integrations.md). A payload starting with '{' is JSON, any
+        other msgpack; both under the same [limits]. Numeric fields are channels,
+        nested objects flatten to dotted names (AM2301.Temperature), bools and strings
+        are not channels unless listed below. "seq" and "ts" are optional: without
+        them the gateway numbers each reading after the stream's last one and stamps
+        it with the time it received it. An object with "ch" (or "readings") follows
+        the msgpack schema instead.""", {
+        "enabled": _feed(JsonFields, "enabled", Boolean(),
+                         'false: a JSON payload is rejected ("not_json")'),
+        "label_field": _feed(JsonFields, "label_field", Text(), """
+            The field that is the label, kept as the sensor sends it (a bool, int or
+            str), e.g. "occupancy" to learn a Zigbee2MQTT motion sensor's occupancy
+            from its other readings. Empty: objects carry no label."""),
+        "bool_channels": _feed(JsonFields, "bool_channels", FieldList(), """
+            Fields whose switch values (true/false, "ON"/"OFF") become channels 1/0,
+            e.g. ["contact", "POWER"]."""),
+        "ignore": _feed(JsonFields, "ignore", FieldList(), """
+            Numeric fields that are not channels, e.g. ["linkquality", "battery",
+            "voltage"]."""),
+    }),
     "limits": Section("""
         Hard bounds on every inbound message, applied before and while decoding; a
         message beyond them is rejected, counted by reason, and never stops the
@@ -485,7 +528,8 @@ class GatewayConfig:
     def pipeline_params(self) -> dict[str, Any]:
         """The :class:`Pipeline` parameters this configuration sets."""
         params = self._fed(Pipeline)
-        params.update(topics=self.topics, limits=self.limits)
+        params.update(topics=self.topics, limits=self.limits,
+                      json_fields=JsonFields(**self._fed(JsonFields)))
         return params
 
     def make_pipeline(self, clock=time.monotonic) -> Pipeline:

@@ -87,6 +87,8 @@ from edgelearn.metrics import ClassificationMetrics, MultiLabelMetrics
 
 from .labels import Outcome, PendingEntry, PendingLabels
 from .protocol import (
+    DEFAULT_JSON_FIELDS,
+    JsonFields,
     DEFAULT_LIMITS,
     REJECT_REASONS,
     DataBatch,
@@ -318,6 +320,9 @@ class Pipeline:
         QoS of the outbound messages.
     log_interval_s
         Seconds between log lines per reject reason.
+    json_fields
+        How JSON sensor objects on the data topic become readings
+        (:class:`~firmware_bridge.protocol.JsonFields`; default: accepted, no label).
     """
 
     def __init__(
@@ -337,6 +342,7 @@ class Pipeline:
         prediction_qos: int = 1,
         label_request_qos: int = 1,
         log_interval_s: float = 60.0,
+        json_fields: JsonFields | None = None,
     ):
         owner = "Pipeline"
         self.topics = Topics() if topics is None else topics
@@ -351,6 +357,12 @@ class Pipeline:
                 f"Got {type(limits).__name__}."
             )
         self.limits = limits
+        self.json_fields = DEFAULT_JSON_FIELDS if json_fields is None else json_fields
+        if not isinstance(self.json_fields, JsonFields):
+            raise TypeError(
+                f"The 'json_fields' parameter of {owner} must be a JsonFields. "
+                f"Got {type(json_fields).__name__}."
+            )
         self.max_streams = check_number("max_streams", max_streams, owner, 1, None, integer=True)
         self.label_policy = check_choice("label_policy", label_policy, owner, LABEL_POLICIES)
         self.prediction_qos = check_choice("prediction_qos", prediction_qos, owner, (0, 1, 2))
@@ -452,16 +464,19 @@ class Pipeline:
                         plain = [plain_reading(r, limits, names) for r in readings]
                         if None not in plain:
                             return self._answer_batch(stream, plain, received_at)
-        message = parse_message(topic, payload, self.topics, self.limits)
+        message = parse_message(topic, payload, self.topics, self.limits, self.json_fields)
         if isinstance(message, DataMessage):
             if message.non_finite:
                 self._rejects.count(message)
             stream = self._stream(message.stream)
             if stream is None:
                 return []
-            return self._answer(
-                stream, (message.ts, message.seq, message.channels, message.y), received_at
-            )
+            seq, ts = message.seq, message.ts
+            if seq < 0:  # a JSON sensor object without "seq": the gateway numbers it
+                seq = stream.last_seq + 1
+            if ts != ts:  # ... and without "ts": stamped with its receive time
+                ts = received_at
+            return self._answer(stream, (ts, seq, message.channels, message.y), received_at)
         if isinstance(message, DataBatch):
             self._rejects.count(message)
             for index, reject in message.rejects:
