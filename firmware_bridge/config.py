@@ -156,6 +156,9 @@ def _feed(owner: type, name: str, constraint: Constraint, doc: str, **kw: Any) -
 
 _ID = Text(1, 24, pattern=r"[A-Za-z0-9_.:-]+", description="1 to 24 of A-Z a-z 0-9 _ . : -")
 _PATH = Text()
+_TOPIC = Text(1, pattern=r"[^+#\x00$][^+#\x00]*",
+              description="an MQTT topic without wildcards ('+', '#') or a leading '$'",
+              example="edgelearn/x")
 
 
 def _limits() -> dict[str, Setting]:
@@ -343,6 +346,38 @@ SCHEMA: dict[str, Section] = {
                            "client certificate, for brokers that require one"),
         "key_file": _feed(MqttSettings, "key_file", _PATH,
                           "its private key (empty: the key is in cert_file)"),
+    }),
+    "status_json": Section("""
+        The retained status message also as JSON, for dashboards, Node-RED and
+        mosquitto_sub (the msgpack one stays as it is). Off by default.""", {
+        "enabled": Setting(Boolean(), "true: publish it beside every msgpack status", False),
+        "topic": Setting(_TOPIC, """
+            Its topic; {gateway} is replaced by [gateway] id. Keep it off the stream
+            topics' patterns.""", "edgelearn/status/{gateway}/json"),
+    }),
+    "homeassistant": Section("""
+        Home Assistant MQTT discovery (see docs/integrations.md). Off by default; when
+        on, each stream appears in HA as a device with its prediction (a binary_sensor
+        for a binary learner, else a sensor), running accuracy, labels asked and query
+        rate, and the gateway as a device with its health.""", {
+        "enabled": Setting(Boolean(), "true: publish discovery configs and states", False),
+        "discovery_prefix": Setting(_TOPIC, "HA's discovery prefix", "homeassistant"),
+        "birth_topic": Setting(_TOPIC, """
+            Where HA says "online" when it starts; the gateway then announces
+            everything again.""", "homeassistant/status"),
+        "state_prefix": Setting(_TOPIC, """
+            The JSON state topics: {state_prefix}/{gateway} (health),
+            {state_prefix}/{gateway}/{stream} and {state_prefix}/{gateway}/availability.""",
+                                "edgelearn/ha"),
+    }),
+    "prometheus": Section("""
+        A Prometheus scrape endpoint, http://host:port/metrics (see
+        docs/integrations.md). Off by default; loopback only unless host says
+        otherwise.""", {
+        "enabled": Setting(Boolean(), "true: serve /metrics", False),
+        "host": Setting(Text(1), 'address to listen on; "0.0.0.0" for every interface',
+                        "127.0.0.1"),
+        "port": Setting(Interval(int, 1, 65_535), "TCP port (1 to 65535)", 9464),
     }),
     "checkpoints": Section("""
         One file per stream (stream-<id>.ckpt, plus the previous generation .ckpt.1),

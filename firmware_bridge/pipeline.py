@@ -222,6 +222,7 @@ class _Stream:
         "unusable_labels",
         "last_seq",
         "last_received_at",
+        "last_label",
     )
 
     def __init__(self, name: str, learner: Any, topics: Topics, binary: bool, n_labels: int):
@@ -245,6 +246,7 @@ class _Stream:
         self.unusable_labels = 0
         self.last_seq = -1
         self.last_received_at = math.nan
+        self.last_label = None  # the latest prediction (Home Assistant's state)
 
     _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels")
 
@@ -574,6 +576,7 @@ class Pipeline:
         stream.last_seq = seq
         stream.last_received_at = received_at
         label, ask = decision.label, decision.ask
+        stream.last_label = label
         if ask:
             self._asked += 1
             stream.asked += 1
@@ -673,6 +676,14 @@ class Pipeline:
         plus labels learned), so a checkpointer can skip streams that stood still."""
         entry = self._streams[stream]
         return entry.data + entry.learned
+
+    def last_prediction(self, stream: str) -> Any:
+        """The label last predicted for ``stream`` (``None`` before its first reading)."""
+        return self._streams[stream].last_label
+
+    def is_binary(self, stream: str) -> bool:
+        """Whether ``stream``'s learner predicts True/False."""
+        return self._streams[stream].binary
 
     def metrics(self, stream: str) -> ClassificationMetrics:
         """The prequential metrics of ``stream`` (``KeyError`` if unknown)."""
