@@ -677,6 +677,10 @@ class Pipeline:
         entry = self._streams[stream]
         return entry.data + entry.learned
 
+    def stream_counters(self, stream: str) -> dict[str, int]:
+        """``stream``'s counters: data, asked, label_requests, learned, unusable_labels."""
+        return self._streams[stream].counters()
+
     def last_prediction(self, stream: str) -> Any:
         """The label last predicted for ``stream`` (``None`` before its first reading)."""
         return self._streams[stream].last_label
