@@ -1,15 +1,15 @@
-"""Loaders for the CSV data sets in ``../shared/datasets`` (see its README.md).
+"""Loaders for the data sets bundled with the package (``edgelearn/data/datasets``).
 
-The folder is found as follows: the ``EDGELEARN_DATASETS`` environment variable if set;
-otherwise, walking up from the current directory and then from this file's directory,
-the first ``<ancestor>/shared/datasets`` folder (for a project at ``/work/main`` that
-is ``/work/shared/datasets``).
+Each is a gzip-compressed CSV; ``SOURCES.md`` beside them gives every file's origin,
+licence, shape, label and SHA-256.  They are package data, so an installed wheel has
+them too.  Set the ``EDGELEARN_DATASETS`` environment variable to read the same files
+(``NAME.csv.gz`` or ``NAME.csv``) from another folder instead.
 
 * :func:`load` returns any of the files as a :class:`Dataset`: features as a float64
   matrix with NaN for missing values (``?`` or an empty cell), raw labels, names.
 * :func:`binary_task` returns the binary task the PAACDS protocol uses for each of
   the 12 data sets in :data:`PAACDS_TASKS`.
-* :func:`verify` checks the files against the SHA-256 prefixes the README lists.
+* :func:`verify` checks the files against the SHA-256 digests ``SOURCES.md`` lists.
 
 No pandas: the stdlib ``csv``/``gzip`` modules and NumPy.
 
@@ -41,6 +41,7 @@ __all__ = [
     "DATASETS",
     "PAACDS_TASKS",
     "ENV_VAR",
+    "BUNDLED_DIR",
     "datasets_dir",
     "load",
     "binary_task",
@@ -48,6 +49,9 @@ __all__ = [
 ]
 
 ENV_VAR = "EDGELEARN_DATASETS"
+
+#: Where the package keeps its data sets (and ``SOURCES.md``).
+BUNDLED_DIR = Path(__file__).resolve().parent / "data" / "datasets"
 
 _MISSING = ("?", "")
 
@@ -57,39 +61,54 @@ class _Spec(NamedTuple):
     rows: int
     cols: int                      # columns in the file, labels and all
     labels: tuple[str, ...] | int  # label column names, or "the first N columns"
-    sha256: str                    # first 16 hex digits, from the README
+    sha256: str                    # of the uncompressed CSV, as SOURCES.md lists it
     meta: tuple[str, ...] = ()     # columns that are neither features nor labels
     multilabel: bool = False
 
 
 _SPECS: dict[str, _Spec] = {
-    "occupancy": _Spec("occupancy.csv", 20560, 7, ("Occupancy",), "c5ac87029402ce9c",
-                       meta=("Date",)),
-    "room_occupancy": _Spec("room_occupancy.csv", 10129, 19, ("Room_Occupancy_Count",),
-                            "70f9a5c459fa14ca", meta=("Date", "Time")),
-    "wdbc": _Spec("wdbc.csv", 569, 31, ("target",), "2da52bb18d5720de"),
-    "splice": _Spec("splice.csv", 3188, 61, ("target",), "8002d28ff7b65dfa"),
-    "credit_a": _Spec("credit_a.csv", 690, 16, ("target",), "af95392033299878"),
-    "svmguide3": _Spec("svmguide3.csv", 1243, 22, ("0",), "f0b9f179d5b3388c"),
-    "spambase": _Spec("spambase.csv", 4601, 58, ("target",), "32bc03a132483163"),
-    "ionosphere": _Spec("ionosphere.csv", 351, 35, ("target",), "6c72ca484bc6c68e"),
-    "spect": _Spec("spect.csv", 267, 23, ("target",), "dc0d0f54f68c87d2"),
-    "libras": _Spec("libras.csv", 360, 91, ("target",), "80e3e44363b92ae4"),
-    "dermatology": _Spec("dermatology.csv", 366, 35, ("target",), "cfc9dd74a38c09a8"),
-    "arrhythmia": _Spec("arrhythmia.csv", 452, 280, ("class",), "7bc2f0f877ce210d"),
-    "kr_vs_kp": _Spec("kr_vs_kp.csv", 3196, 37, ("target",), "e9fbd3b5801b9612"),
-    "pima": _Spec("pima.csv", 768, 9, ("target",), "49046818a041b8bb"),
+    "occupancy": _Spec("occupancy.csv.gz", 20560, 7, ("Occupancy",),
+        "c5ac87029402ce9c9a8bf9d29588805a64fc361c0b21dc07b85a79578911f11b", meta=("Date",)),
+    "wdbc": _Spec("wdbc.csv.gz", 569, 31, ("target",),
+        "2da52bb18d5720de5908b3f6ad15d6e654bae4b39af53430a87d293b54bc33ba"),
+    "splice": _Spec("splice.csv.gz", 3188, 61, ("target",),
+        "8002d28ff7b65dfadf757ea0ebe3086e27dd81383711be94662d6c2a966d6ef7"),
+    "credit_a": _Spec("credit_a.csv.gz", 690, 16, ("target",),
+        "af95392033299878af141489dac11cceffc136f7b2dc9f63841093684a813731"),
+    "svmguide3": _Spec("svmguide3.csv.gz", 1243, 22, ("0",),
+        "f0b9f179d5b3388c169fcfdd605522d6643a3f71785cdd63dcb3c4a952504bff"),
+    "spambase": _Spec("spambase.csv.gz", 4601, 58, ("target",),
+        "32bc03a132483163cb1c49df64b31af4287e2f6429a4890c5f18d81970454314"),
+    "ionosphere": _Spec("ionosphere.csv.gz", 351, 35, ("target",),
+        "6c72ca484bc6c68eb963817138cfa21b937ac009ff3ed7a1aaecebc37735b8b1"),
+    "spect": _Spec("spect.csv.gz", 267, 23, ("target",),
+        "dc0d0f54f68c87d2ad5b4b4c7abd1125f3086459e264329d99193eab0de1cfef"),
+    "libras": _Spec("libras.csv.gz", 360, 91, ("target",),
+        "80e3e44363b92ae4060af047e326db400fd82e9c1fc1b60c0ce9e0be0a8d7b14"),
+    "dermatology": _Spec("dermatology.csv.gz", 366, 35, ("target",),
+        "cfc9dd74a38c09a83a441eeed0d35dbe07cac4fa66ccb8a59bf17cb751aa9a80"),
+    "arrhythmia": _Spec("arrhythmia.csv.gz", 452, 280, ("class",),
+        "7bc2f0f877ce210d5794ec426d0604ec72b11ee9d575386f5c3a56d50531a2e1"),
+    "kr_vs_kp": _Spec("kr_vs_kp.csv.gz", 3196, 37, ("target",),
+        "e9fbd3b5801b9612e6f8f48d62a71b6d70eeac332fa9419745d2e768ebe719a1"),
+    "pima": _Spec("pima.csv.gz", 768, 9, ("target",),
+        "49046818a041b8bbfb5444c93ecb3bc41a8171fcd7390980105dd99d0f6200af"),
     "yeast": _Spec("yeast.csv.gz", 2417, 117, tuple(f"Class{i}" for i in range(1, 15)),
-                   "2969cb4bab877a27", multilabel=True),
-    "emotions": _Spec("emotions.csv", 593, 78, 6, "1d18e5a32fba9a24", multilabel=True),
-    "elec2": _Spec("elec2.csv", 45312, 7, ("class",), "cdf901433885f29e"),
-    "sea": _Spec("sea.csv", 40000, 4, ("class",), "d5d55f2ebb4c69f0"),
+        "fd17cb9b53acaaf5e82a9e0795e2667167775915c0e32c1f6fe0fadb0d3bd703",
+        multilabel=True),
+    "emotions": _Spec("emotions.csv.gz", 593, 78, 6,
+        "1d18e5a32fba9a24334d124375206b82d7afbc8badf1bdc94ba3da11d9e1766c",
+        multilabel=True),
+    "elec2": _Spec("elec2.csv.gz", 45312, 7, ("class",),
+        "cdf901433885f29eca6911f70c0eeafb50d90596c879c30c5b99f5a2e8e734ff"),
+    "sea": _Spec("sea.csv.gz", 40000, 4, ("class",),
+        "d5d55f2ebb4c69f0c6dc26e6d1228e0b689a11706af94b8c41ed1c9d0669bf13"),
 }
 
-#: Every data set :func:`load` knows, in the README's order.
+#: Every data set :func:`load` knows, in ``SOURCES.md``'s order.
 DATASETS: tuple[str, ...] = tuple(_SPECS)
 
-# The binary task of each PAACDS-protocol data set (README), from its raw labels.
+# The binary task of each PAACDS-protocol data set (SOURCES.md), from its raw labels.
 _BINARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "wdbc": lambda y: y == 1,                      # malignant
     "splice": lambda y: y == 2,                    # "neither" vs the rest
@@ -105,7 +124,7 @@ _BINARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "pima": lambda y: y == 1,
 }
 
-#: The 12 data sets of the PAACDS protocol, in the README's order.
+#: The 12 data sets of the PAACDS protocol, in ``SOURCES.md``'s order.
 PAACDS_TASKS: tuple[str, ...] = tuple(_BINARY)
 
 
@@ -133,9 +152,10 @@ class Dataset:
 
 
 def datasets_dir() -> Path:
-    """The data set folder (see the module docstring for how it is found).
+    """The data set folder: ``$EDGELEARN_DATASETS`` if set, else the bundled one.
 
-    Raises ``FileNotFoundError`` naming every place it looked.
+    Raises ``FileNotFoundError`` when the variable names no folder, or when the
+    bundled folder is missing (a broken install).
     """
     env = os.environ.get(ENV_VAR)
     if env:
@@ -143,17 +163,28 @@ def datasets_dir() -> Path:
         if not path.is_dir():
             raise FileNotFoundError(f"{ENV_VAR}={env!r} is not a directory")
         return path
-    looked: list[str] = []
-    for start in (Path.cwd(), Path(__file__).resolve().parent):
-        for ancestor in (start, *start.parents):
-            candidate = ancestor / "shared" / "datasets"
-            if candidate.is_dir():
-                return candidate
-        looked.append(str(start))
-    raise FileNotFoundError(
-        f"cannot find the data sets: {ENV_VAR} is not set and no shared/datasets "
-        f"folder exists in or above {' or '.join(looked)}; set {ENV_VAR} to the "
-        "folder holding the CSV files")
+    if not BUNDLED_DIR.is_dir():
+        raise FileNotFoundError(
+            f"the bundled data sets are missing: {BUNDLED_DIR} is not a directory "
+            f"(reinstall edgelearn, or set {ENV_VAR} to a folder holding the files)")
+    return BUNDLED_DIR
+
+
+def _path(spec: _Spec) -> Path:
+    """The file of ``spec`` in :func:`datasets_dir`: ``NAME.csv.gz``, else ``NAME.csv``."""
+    root = datasets_dir()
+    path = root / spec.file
+    if not path.is_file():
+        plain = root / spec.file.removesuffix(".gz")
+        if plain.is_file():
+            return plain
+        raise FileNotFoundError(f"no {spec.file} (or {plain.name}) in {root}")
+    return path
+
+
+def _read_bytes(path: Path) -> bytes:
+    raw = path.read_bytes()
+    return gzip.decompress(raw) if path.suffix == ".gz" else raw
 
 
 def _spec(name: str, owner: str) -> _Spec:
@@ -161,10 +192,7 @@ def _spec(name: str, owner: str) -> _Spec:
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        raw = gzip.decompress(raw)
-    reader = csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline=""))
+    reader = csv.reader(io.StringIO(_read_bytes(path).decode("utf-8-sig"), newline=""))
     header = next(reader)
     rows = [row for row in reader if row]
     return header, rows
@@ -209,7 +237,7 @@ def load(name: str) -> Dataset:
     ((593, 72), (593, 6), ['amazed-suprised', 'happy-pleased'])
     """
     spec = _spec(name, "load")
-    path = datasets_dir() / spec.file
+    path = _path(spec)
     header, rows = _read_rows(path)
     if len(header) != spec.cols:
         raise ValueError(f"{path}: expected {spec.cols} columns, found {len(header)}")
@@ -301,9 +329,11 @@ def binary_task(name: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
 
 
 def verify(names: list[str] | tuple[str, ...] | None = None) -> dict[str, str]:
-    """Check files against the README's SHA-256 prefixes; return the full digests.
+    """Check files against the SHA-256 digests of ``SOURCES.md``; return the digests.
 
-    Raises ``ValueError`` naming every file whose digest differs (and
+    The digest is that of the uncompressed CSV, so a file recompressed, or
+    decompressed into ``$EDGELEARN_DATASETS``, still verifies.  Raises
+    ``ValueError`` naming every file whose digest differs (and
     ``FileNotFoundError`` for a missing file).
 
     >>> verify(["pima"])["pima"][:16]
@@ -313,16 +343,16 @@ def verify(names: list[str] | tuple[str, ...] | None = None) -> dict[str, str]:
         names = DATASETS
     for name in names:
         _spec(name, "verify")
-    root = datasets_dir()
     digests: dict[str, str] = {}
     bad: list[str] = []
     for name in names:
         spec = _SPECS[name]
-        digest = hashlib.sha256((root / spec.file).read_bytes()).hexdigest()
+        path = _path(spec)
+        digest = hashlib.sha256(_read_bytes(path)).hexdigest()
         digests[name] = digest
-        if not digest.startswith(spec.sha256):
-            bad.append(f"{spec.file} (sha256 {digest[:16]}, expected {spec.sha256})")
+        if digest != spec.sha256:
+            bad.append(f"{path.name} (sha256 {digest[:16]}, expected {spec.sha256[:16]})")
     if bad:
-        raise ValueError(f"data set files differ from the README in {root}: "
+        raise ValueError(f"data set files differ from SOURCES.md in {datasets_dir()}: "
                          + "; ".join(bad))
     return digests

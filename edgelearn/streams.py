@@ -349,7 +349,7 @@ def sea(
 
     Concept ``j`` (instances ``drift_at[j-1] <= t < drift_at[j]``) labels an instance
     1 when ``x1 + x2 > thresholds[j]`` and 0 when ``x1 + x2 <= thresholds[j]`` (MOA's
-    direction, and that of ``shared/datasets/sea.csv``: its labels agree with
+    direction, and that of the bundled ``load("sea")``: its labels agree with
     ``x1 + x2 > 9`` on 90% of the rows, its 10% noise); the label is then flipped
     with probability ``noise``. So ``thresholds`` has one value per concept,
     ``len(drift_at) + 1``. Drift points at or beyond ``n`` do not happen.

@@ -688,9 +688,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None, prog: str = "edgelearn") -> int:
+def main(argv=None) -> int:
     parser = build_parser()
-    parser.prog = prog
     args = parser.parse_args(argv)
     try:
         return args.func(args)

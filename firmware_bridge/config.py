@@ -44,7 +44,7 @@ from edgelearn.constraints import (
 from .labels import PendingLabels
 from .mqtt import PROTOCOLS, MqttSettings, parse_broker
 from .pipeline import Pipeline
-from .protocol import DEFAULT_LIMITS, JsonFields, Limits, Topics
+from .protocol import JsonFields, Limits, Topics
 from .recorder import _PREFIX_PATTERN as _RECORDER_PREFIX
 from .recorder import LogWriter
 

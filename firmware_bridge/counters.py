@@ -60,7 +60,8 @@ class CounterRegistry:
         self._counters: dict[str, Counter] = {}
         self._collectors: dict[str, Callable[[], Mapping[str, int]]] = {}
         self._problems: set[str] = set()
-        self._problem_rules: list[Callable[[str], bool]] = []
+        # A source's rule applies to the names that source reports, and only to those.
+        self._problem_rules: dict[str, Callable[[str], bool]] = {}
         self._docs: dict[str, str] = {}
         self._gauges: set[str] = set()
 
@@ -95,7 +96,7 @@ class CounterRegistry:
                              f"new. Got {source!r}, registered already.")
         self._collectors[source] = collect
         if callable(problems):
-            self._problem_rules.append(problems)
+            self._problem_rules[source] = problems
         else:
             self._problems.update(problems)
         self._docs.update(docs or {})
@@ -110,9 +111,11 @@ class CounterRegistry:
 
     def problems(self, names: Collection[str] | None = None) -> set[str]:
         """The names, among ``names`` (default: all current), that count problems."""
-        names = self.collect() if names is None else names
-        return {n for n in names
-                if n in self._problems or any(rule(n) for rule in self._problem_rules)}
+        names = set(self.collect() if names is None else names)
+        found = names & self._problems
+        for source, rule in self._problem_rules.items():
+            found.update(n for n in names & set(self._collectors[source]()) if rule(n))
+        return found
 
     def exposition(self, prefix: str = "edgelearn_", labels: Mapping[str, str] | None = None) -> str:
         """The counters in Prometheus' text exposition format, for an exporter (or a

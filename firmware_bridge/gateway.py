@@ -555,4 +555,4 @@ def _taken_by_broker(info: Any) -> bool:
 if __name__ == "__main__":  # the service without the edgelearn entry point
     from .cli import main
 
-    sys.exit(main(["gateway", *sys.argv[1:]], prog="python -m firmware_bridge.gateway"))
+    sys.exit(main(["gateway", *sys.argv[1:]]))

@@ -15,7 +15,7 @@ network. Inbound bytes go through three steps, none of which raises to the calle
 
 :func:`parse_message` does all of it from an MQTT topic and payload.
 
-Inbound schemas (see ``DESIGN.md``)::
+Inbound schemas (docs/protocol.md has them all, with examples)::
 
     data   {"ts": number, "seq": int >= 0, "ch": {name: number, ...}, "y"?: label}
     batch  {"readings": [data, ...]}  (on the data topic; 1 to max_batch_readings)

@@ -1,6 +1,6 @@
 """Slow, plain references for the jitted kernels in ``edgelearn.kernels``.
 
-Written from /work/shared/ALGORITHMS.md and the kernels' docstrings, not from
+Written from docs/learners.md and the kernels' docstrings, not from
 the kernels' code, so that a test comparing the two compares two independent
 readings.  Every function works on copies and returns new values; state is
 passed as dicts of arrays:
@@ -233,7 +233,7 @@ def _tau(loss, denom, C, variant_i):
 def learn_binary(slots, z, y, model, C, variant_i, learn_intercept=False):
     """PAACDS / PAACDS-I update for y in {-1, +1} with the current model.
     Returns ``(new_model, updated)``, updated meaning the loss was positive
-    (ALGORITHMS.md step 5; step 6 sparsifies after each such update).
+    (docs/learners.md, PAACDS step 5; step 6 sparsifies after each such update).
     The margin includes the bias b; with ``learn_intercept`` the bias is a
     constant feature 1, always shared and not weighted by p_s: its square
     adds 1 to the denominator and it moves by ``tau y``."""
@@ -549,7 +549,7 @@ def block_diagonal_from_local(L_local, block, n):
 
 class KELMReference:
     """The multi-label KELM window rebuilt from scratch at every question,
-    from ALGORITHMS.md and MultiLabelKELM's docstring: lists of instances,
+    from docs/learners.md and MultiLabelKELM's docstring: lists of instances,
     each block's similarity graphs kept whole, the window's Laplacians those
     of the graphs among the members still there, Omega inverted by NumPy.
 
@@ -673,7 +673,7 @@ class KELMReference:
 
 
 class OnlineEnsembleReference:
-    """AC_OE read from ALGORITHMS.md with lists and NumPy, instance by
+    """AC_OE read from docs/learners.md with lists and NumPy, instance by
     instance.  Instances are dense rows ``x`` (0 where absent) with a boolean
     ``present`` row; classes are indices.  Members are dicts
     ``{"model", "weight", "errors", "born"}`` in the order they were first

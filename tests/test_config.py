@@ -99,10 +99,8 @@ def test_every_constraint_rejects_its_invalid_values():
     for section_name, section in SCHEMA.items():
         for key, setting in section.keys.items():
             for bad in setting.constraint.invalid_values():
-                if isinstance(bad, float) and bad != bad:
-                    pass  # NaN: TOML has it, so does the check
-                if bad is None or type(bad) is object:
-                    continue  # TOML has no null / objects
+                if bad is None and setting.optional:
+                    continue  # an optional key's None is "left out"
                 config, errors = load_config(None, {f"{section_name}.{key}": bad})
                 assert config is None, (section_name, key, bad)
                 assert any(f"The '{key}' parameter of [{section_name}] must be" in e

@@ -1,13 +1,19 @@
 import csv
+import fnmatch
 import functools
+import gzip
+import io
 import re
 import shutil
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from edgelearn import datasets
 from edgelearn.datasets import (
+    BUNDLED_DIR,
     DATASETS,
     ENV_VAR,
     PAACDS_TASKS,
@@ -17,10 +23,10 @@ from edgelearn.datasets import (
     verify,
 )
 
-# Labels and non-feature columns per data set, as the README describes them.
-NON_FEATURE_COLUMNS = {
-    "occupancy": 2, "room_occupancy": 3, "yeast": 14, "emotions": 6,
-}
+ROOT = Path(__file__).resolve().parents[1]
+
+# Labels and non-feature columns per data set, as SOURCES.md describes them.
+NON_FEATURE_COLUMNS = {"occupancy": 2, "yeast": 14, "emotions": 6}
 
 
 @functools.lru_cache(maxsize=None)
@@ -34,28 +40,51 @@ def cached_task(name):
 
 
 @functools.lru_cache(maxsize=None)
-def readme():
-    return (datasets_dir() / "README.md").read_text()
+def sources():
+    return (BUNDLED_DIR / "SOURCES.md").read_text()
 
 
-def readme_shapes():
-    rows = re.findall(r"^\| `([\w.]+)` \| (\d+) x (\d+) \|", readme(), flags=re.M)
-    return {f.split(".")[0]: (int(r), int(c)) for f, r, c in rows}
+def sources_rows():
+    """``{name: (rows, cols, sha256)}`` from the table in SOURCES.md."""
+    rows = re.findall(r"^\| `(\w+)\.csv\.gz` \| (\d+) x (\d+) \|.*\| `([0-9a-f]{64})` \|$",
+                      sources(), flags=re.M)
+    return {name: (int(r), int(c), sha) for name, r, c, sha in rows}
 
 
-def readme_sha_prefixes():
-    text = " ".join(readme().split("sha256 (first 16 hex digits):", 1)[1].split())
-    return dict(re.findall(r"(\w+) ([0-9a-f]{16})", text))
+def raw_rows(name):
+    """The CSV's data rows, read with the stdlib alone."""
+    text = gzip.decompress((BUNDLED_DIR / f"{name}.csv.gz").read_bytes()).decode()
+    return list(csv.reader(io.StringIO(text, newline="")))[1:]
 
 
-def test_readme_lists_exactly_our_data_sets():
-    assert set(readme_shapes()) == set(DATASETS)
-    assert set(readme_sha_prefixes()) == set(DATASETS)
+def test_sources_lists_exactly_the_bundled_files():
+    files = sorted(p.name for p in BUNDLED_DIR.iterdir() if p.name != "SOURCES.md")
+    assert files == sorted(f"{name}.csv.gz" for name in DATASETS)
+    assert list(sources_rows()) == list(DATASETS)
+
+
+def test_bundled_files_are_package_data():
+    # An installed wheel carries exactly what pyproject's package-data globs match.
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())[
+        "tool"]["setuptools"]["package-data"]["edgelearn"]
+    package = ROOT / "edgelearn"
+    assert BUNDLED_DIR.parent.parent == package
+    for path in BUNDLED_DIR.iterdir():
+        rel = path.relative_to(package).as_posix()
+        assert any(fnmatch.fnmatch(rel, g) and rel.count("/") == g.count("/")
+                   for g in globs), rel
+
+
+def test_sources_md_names_a_licence_and_origin_for_each_file():
+    for line in sources().splitlines():
+        if re.match(r"^\| `\w+\.csv\.gz`", line):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            assert len(cells) == 6 and all(cells), line
 
 
 @pytest.mark.parametrize("name", DATASETS)
-def test_shapes_match_readme(name):
-    rows, cols = readme_shapes()[name]
+def test_shapes_match_sources(name):
+    rows, cols, _ = sources_rows()[name]
     ds = cached(name)
     n_drop = NON_FEATURE_COLUMNS.get(name, 1)
     assert ds.X.shape == (rows, cols - n_drop)
@@ -65,31 +94,20 @@ def test_shapes_match_readme(name):
     assert ds.name == name
 
 
-def test_paacds_tasks_in_readme_order():
-    protocol = [f.split(".")[0] for f, use in re.findall(
-        r"^\| `([\w.]+)` \|[^|]*\|[^|]*\| ([^|]*)\|", readme(), flags=re.M)
-        if "PAACDS protocol" in use]
-    assert PAACDS_TASKS == tuple(protocol)
+def test_paacds_tasks_in_sources_order():
+    names = list(sources_rows())
+    assert PAACDS_TASKS == tuple(names[names.index("wdbc"):names.index("pima") + 1])
     assert len(PAACDS_TASKS) == 12
 
 
 def test_arrhythmia_has_nans_where_the_file_has_question_marks():
     ds = cached("arrhythmia")
-    with open(datasets_dir() / "arrhythmia.csv", newline="") as f:
-        rows = list(csv.reader(f))[1:]
+    rows = raw_rows("arrhythmia")
     n_question = sum(v == "?" for r in rows for v in r)
     assert n_question > 0
     assert int(np.isnan(ds.X).sum()) == n_question
     assert ds.label_name == "class" and "class" not in ds.feature_names
     assert not np.isnan(ds.X[:, ds.feature_names.index("age")]).any()
-
-
-def test_room_occupancy_empty_cells_are_nan_and_date_time_are_meta():
-    ds = cached("room_occupancy")
-    assert np.isnan(ds.X).any()
-    assert "Date" not in ds.feature_names and "Time" not in ds.feature_names
-    assert ds.meta["Date"][0] == "2017-12-22" and ds.meta["Time"][0] == "10:49:41"
-    assert sorted(np.unique(ds.y).tolist()) == [0, 1, 2, 3]
 
 
 def test_occupancy_date_is_not_a_feature():
@@ -109,8 +127,7 @@ def test_svmguide3_label_is_column_0():
 
 def test_values_parse_exactly_like_float():
     ds = cached("ionosphere")
-    with open(datasets_dir() / "ionosphere.csv", newline="") as f:
-        rows = list(csv.reader(f))[1:]
+    rows = raw_rows("ionosphere")
     ref = np.array([[float(v) for v in r[:-1]] for r in rows])
     assert np.array_equal(ref.view(np.int64), ds.X.view(np.int64))
     assert ds.y.tolist() == [int(r[-1]) for r in rows]
@@ -161,23 +178,22 @@ def test_unknown_name():
         load("iris")
 
 
-def test_verify_matches_readme_prefixes():
+def test_verify_matches_sources_digests():
     digests = verify()
-    prefixes = readme_sha_prefixes()
-    assert set(digests) == set(DATASETS)
-    for name, digest in digests.items():
-        assert digest.startswith(prefixes[name]), name
+    assert digests == {name: sha for name, (_, _, sha) in sources_rows().items()}
 
 
 def test_verify_detects_a_changed_file(tmp_path, monkeypatch):
-    src = datasets_dir()
-    for f in ("pima.csv", "spect.csv"):
-        shutil.copy(src / f, tmp_path / f)
-    with open(tmp_path / "spect.csv", "a") as f:
-        f.write("0" * 22 + "\n")
+    for f in ("pima.csv.gz", "spect.csv.gz"):
+        shutil.copy(BUNDLED_DIR / f, tmp_path / f)
+    # Decompressed, the same content still verifies.
+    (tmp_path / "pima.csv").write_bytes(gzip.decompress((tmp_path / "pima.csv.gz").read_bytes()))
+    (tmp_path / "pima.csv.gz").unlink()
+    changed = gzip.decompress((tmp_path / "spect.csv.gz").read_bytes()) + b"0" * 22 + b"\n"
+    (tmp_path / "spect.csv.gz").write_bytes(gzip.compress(changed))
     monkeypatch.setenv(ENV_VAR, str(tmp_path))
-    verify(["pima"])
-    with pytest.raises(ValueError, match=r"spect\.csv \(sha256 [0-9a-f]{16}, "
+    assert verify(["pima"])["pima"] == sources_rows()["pima"][2]
+    with pytest.raises(ValueError, match=r"spect\.csv\.gz \(sha256 [0-9a-f]{16}, "
                        r"expected dc0d0f54f68c87d2\)"):
         verify(["pima", "spect"])
 
@@ -185,7 +201,7 @@ def test_verify_detects_a_changed_file(tmp_path, monkeypatch):
 def test_env_var_wins(tmp_path, monkeypatch):
     monkeypatch.setenv(ENV_VAR, str(tmp_path))
     assert datasets_dir() == tmp_path
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match=r"no pima\.csv\.gz \(or pima\.csv\)"):
         load("pima")
 
 
@@ -195,36 +211,25 @@ def test_env_var_pointing_nowhere(tmp_path, monkeypatch):
         datasets_dir()
 
 
-def test_found_from_the_module_location_whatever_the_cwd(tmp_path, monkeypatch):
-    monkeypatch.delenv(ENV_VAR, raising=False)
-    expected = datasets_dir()
-    monkeypatch.chdir(tmp_path)
-    assert datasets_dir() == expected
-
-
-def test_found_from_the_cwd(tmp_path, monkeypatch):
+def test_bundled_whatever_the_cwd(tmp_path, monkeypatch):
+    # Nothing outside the package is searched: not the cwd, not its parents.
     monkeypatch.delenv(ENV_VAR, raising=False)
     (tmp_path / "shared" / "datasets").mkdir(parents=True)
-    (tmp_path / "proj" / "sub").mkdir(parents=True)
-    monkeypatch.chdir(tmp_path / "proj" / "sub")
-    assert datasets_dir() == tmp_path / "shared" / "datasets"
+    (tmp_path / "proj").mkdir()
+    monkeypatch.chdir(tmp_path / "proj")
+    assert datasets_dir() == BUNDLED_DIR
+    assert BUNDLED_DIR.is_relative_to(ROOT / "edgelearn")
 
 
-def test_not_found_names_where_it_looked(tmp_path, monkeypatch):
+def test_missing_bundle_is_reported(tmp_path, monkeypatch):
     monkeypatch.delenv(ENV_VAR, raising=False)
-    monkeypatch.chdir(tmp_path)
-    fake = tmp_path / "pkg" / "edgelearn" / "datasets.py"
-    fake.parent.mkdir(parents=True)
-    monkeypatch.setattr(datasets, "__file__", str(fake))
-    with pytest.raises(FileNotFoundError) as info:
+    monkeypatch.setattr(datasets, "BUNDLED_DIR", tmp_path / "gone")
+    with pytest.raises(FileNotFoundError, match=r"bundled data sets are missing.*EDGELEARN_DATASETS"):
         datasets_dir()
-    msg = str(info.value)
-    assert ENV_VAR in msg and str(tmp_path) in msg and str(fake.parent) in msg
 
 
 def test_malformed_file_is_reported(tmp_path, monkeypatch):
-    src = datasets_dir() / "spect.csv"
-    lines = src.read_text().splitlines()
+    lines = gzip.decompress((BUNDLED_DIR / "spect.csv.gz").read_bytes()).decode().splitlines()
     lines[3] = lines[3].replace("0", "x", 1)
     (tmp_path / "spect.csv").write_text("\n".join(lines) + "\n")
     monkeypatch.setenv(ENV_VAR, str(tmp_path))

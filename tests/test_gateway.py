@@ -144,3 +144,34 @@ def test_a_failing_worker_still_checkpoints_what_it_learned(tmp_path):
     assert gateway.wait(10)
     assert gateway.shutdown() == 1
     assert os.path.exists(checkpoint_path(config.checkpoint_dir, "s1"))
+
+
+def test_one_counter_registry_feeds_the_status_the_cli_and_an_exporter(tmp_path, capsys):
+    from firmware_bridge.cli import _print_status
+
+    gateway = Gateway(make_config(tmp_path), notifier=SystemdNotifier({}))
+    gateway.pipeline.handle("sensors/s1/data", encode_data(0.0, 0, {"a": 1.0}), 0.0)
+    gateway.pipeline.handle("sensors/s1/data", b"\xc1 not msgpack", 0.0)
+    gateway.checkpoint()
+    status = gateway.status()
+    counters = status["counters"]
+    # Pipeline, bridge and the gateway's own counters, all through the registry.
+    assert counters == gateway.registry.collect()
+    assert counters["data"] == 1 and counters["rejected"] == 1
+    assert counters["checkpoints_written"] == 1 and counters["connects"] == 0
+    problems = set(status["counter_problems"])
+    rejected_by = [name for name, value in counters.items()
+                   if value and name in problems]
+    assert len(rejected_by) == 1  # the one reject reason, named
+    assert {"worker_errors", "checkpoint_errors", "disconnects"} <= problems
+    assert not problems & {"messages", "data", "predictions", "rejected", "connects",
+                           "checkpoints_written", "label_pending"}
+    # edgelearn status lists the problems that are not zero.
+    _print_status(status)
+    out = capsys.readouterr().out
+    assert f"also: {rejected_by[0]} 1" in out
+    # An exporter reads the same registry.
+    text = gateway.registry.exposition(labels={"gateway": "gw1"})
+    assert 'edgelearn_data{gateway="gw1"} 1' in text
+    assert "# TYPE edgelearn_label_pending gauge" in text
+    assert "# TYPE edgelearn_checkpoints_written counter" in text

@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import msgpack
 import paho.mqtt.client as paho

@@ -263,7 +263,7 @@ def test_reset_slot_matches():
 
 
 def test_gather_row_never_gives_one_row_the_same_slot_twice():
-    # ALGORITHMS.md, ChannelSpace: a slot is recycled only from a channel
+    # docs/learners.md, ChannelSpace: a slot is recycled only from a channel
     # absent for at least evict_after instances.  Here a device is replaced:
     # channel 2 goes silent, then two new channels (3, 4) arrive in one row
     # while channels 0 and 1 are still reporting.  Channel 3 may take channel

@@ -118,7 +118,7 @@ class NatsCluster:
                 f" routes: [{routes}] }}\n"
                 # ack_wait: how long an unacknowledged QoS 1 message waits before it is
                 # delivered again (default 30 s; shorter keeps the test short).
-                f'mqtt {{ listen: 127.0.0.1:{self.mqtt_ports[i]}, ack_wait: "4s",'
+                f'mqtt {{ listen: 127.0.0.1:{self.mqtt_ports[i]}, ack_wait: "8s",'
                 " stream_replicas: 3 }\n"
                 f"mappings = {{\n{mappings}\n}}\n"
             )
@@ -262,7 +262,7 @@ def test_two_gateways_on_a_partitioned_nats_cluster_survive_a_node_kill(cluster,
         sensor.loop_start()
         sent = {s: 0 for s in STREAMS}
 
-        def send(upto: int) -> None:
+        def send(upto: int, pause: float) -> None:
             infos = []
             for seq in range(sent[STREAMS[0]], upto):
                 for i, stream in enumerate(STREAMS):
@@ -270,14 +270,14 @@ def test_two_gateways_on_a_partitioned_nats_cluster_survive_a_node_kill(cluster,
                                                             "b": float(seq % 3)},
                                           y=(seq + i) % 7 > 3)
                     infos.append(sensor.publish(f"sensors/{stream}/data", payload, qos=1))
-                time.sleep(0.004)
+                time.sleep(pause)
             for info in infos:
                 info.wait_for_publish(30)
             for stream in STREAMS:
                 sent[stream] = upto
 
         # First half: every message predicted once.
-        send(PER_STREAM // 2)
+        send(PER_STREAM // 2, 0.004)
         wait_until(lambda: not observer.missing(sent), 30, "predictions of the first half")
         assert all(observer.predictions[(s, q)] == 1 for s in STREAMS
                    for q in range(sent[s])), "a duplicate before any failure"
@@ -290,15 +290,20 @@ def test_two_gateways_on_a_partitioned_nats_cluster_survive_a_node_kill(cluster,
         assert served["gwp0"] | served["gwp1"] == set(STREAMS)
 
         # Second half, with gateway 0's node killed in the middle of it.
+        # (The second half takes about 0.75 s to send; the kill comes 0.3 s into it.)
         killer = threading.Timer(0.3, cluster.kill, args=(1,))
         killer.start()
-        send(PER_STREAM)
+        send(PER_STREAM, 0.01)
         killer.join()
         wait_until(lambda: not observer.missing(sent), 40,
                    "a prediction for every message after the node kill")
-        # gwp0 came back through another node and says so.
+        # gwp0 came back through another node and says so; its session (subscriptions,
+        # unacknowledged messages) was in the cluster, not in the node that died.
         wait_until(lambda: observer.statuses["gwp0"]["counters"]["connects"] >= 2, 15,
                    "gwp0's reconnect in its status")
+        log0 = gateways["gwp0"][2].read_text()
+        assert f"connected to 127.0.0.1:{n2} (MQTTv311, session new)" in log0
+        assert "(MQTTv311, session resumed)" in log0.split(f"connection to 127.0.0.1:{n2} lost", 1)[1]
 
         for name, (process, _, _) in gateways.items():
             process.send_signal(signal.SIGTERM)

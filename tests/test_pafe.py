@@ -102,7 +102,7 @@ def test_accumulate_and_solve_equal_the_from_scratch_ridge(n_old, n_new):
     np.testing.assert_allclose(recover_old[:n_new, :n_old], naive.ridge_map(Z2, Z1, ridge), rtol=1e-8, atol=1e-11)
     np.testing.assert_allclose(predict_new[:n_old, :n_new], naive.ridge_map(Z1, Z2, ridge), rtol=1e-8, atol=1e-11)
 
-    # Recovering and mapping weights use the solved map as ALGORITHMS.md's M1.
+    # Recovering and mapping weights use the solved map as docs/learners.md's M1.
     M1 = recover_old[:n_new, :n_old].T
     slots = rng.permutation(capacity).astype(np.int32)
     x = rng.normal(size=capacity)

@@ -1,8 +1,8 @@
 """Build the bundled demo: the occupancy data as a recorded gateway log.
 
-Every row of ``../shared/datasets/occupancy.csv`` becomes the data message an
-office sensor node would have published on ``sensors/office-1/data``, with
-the ground truth in ``"y"`` (a replay uses it as the labeller's answer, only
+Every row of the bundled occupancy data (``edgelearn.datasets.load("occupancy")``)
+becomes the data message an office sensor node would have published on
+``sensors/office-1/data``, with the ground truth in ``"y"`` (a replay uses it as the labeller's answer, only
 when the learner asks).  The sensors fail the way real ones do: each one
 drops out now and then for a few minutes to a few hours and comes back, a
 reading is sometimes lost, and the CO2 sensor's firmware now and then sends

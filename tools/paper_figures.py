@@ -2,8 +2,7 @@
 
 Source: ZHANG Shuai, ZHOU Peng, ZHANG Yanping, "Online Capricious Data Stream
 Learning with Sparse Labels" (标签稀疏场景下任意数据流在线学习方法), Computer
-Science (计算机科学) 2025, 52(6): 139-150, file
-``/work/shared/seeds/000_c195e067a8836751.txt``, section 4.2:
+Science (计算机科学) 2025, 52(6): 139-150, section 4.2:
 
 * Table 5 "F-measure results of algorithms with the query labels ratio fixed to
   about 10%" -> ``f1_10``
@@ -39,7 +38,7 @@ differ slightly: the paper lists dermatology with 358 instances (ours 366),
 splice 3190 (ours 3188), ionosphere 33 features (ours 34).
 
 The accuracy tables are not consistent with the F1 tables (e.g. spect: F1 0.567
-but accuracy 0.899 with 79% positives), and ALGORITHMS.md says not to try to
+but accuracy 0.899 with 79% positives), and docs/learners.md says not to try to
 reproduce them; they are kept for the record only.
 """
 

@@ -2,7 +2,7 @@
 
 Six synthetic streams of 100,000 instances with drift at 25k, 50k and 75k
 (``edgelearn.streams``; LED abrupt drifts once, at 50k; the hyperplane
-drifts all the time) and Electricity (``shared/datasets/elec2.csv``). Every
+drifts all the time) and Electricity (the bundled ``load("elec2")``). Every
 model runs test-then-train over every instance with every label. Reported:
 average real-time accuracy (mean of per-chunk accuracies, chunks of 100),
 cumulative accuracy, instances/s of the predict-and-learn loop, recovery
@@ -360,7 +360,7 @@ def render(paper_run, compare_run, args, argv, run_seconds) -> str:
         "  * SEA: `streams.sea(n, drift_at=(n/4, n/2, 3n/4))`, thresholds 8, 9, 7, 9.5, 10% label noise;",
         "  * Tree: `streams.random_tree(n, drift_at=(n/4, n/2, 3n/4))`, 30 numeric features, 10 classes, "
         "a new random tree at each drift point;",
-        "  * Electricity: `shared/datasets/elec2.csv` (binary, 6 features).",
+        "  * Electricity: `edgelearn.datasets.load(\"elec2\")` (binary, 6 features).",
         "  The paper generated its synthetic streams with MOA (section 3.1) without giving every "
         "setting; ours follow MOA's generators and defaults, so the streams are alike, not the same.",
         "* Test-then-train over every instance with every label; the real-time accuracy of a chunk "

@@ -330,7 +330,7 @@ def render(results: dict, args: argparse.Namespace, argv: list[str], seconds: fl
         "20%) of the seed paper, from `tools/paper_figures.py`. The paper's binary tasks for "
         "splice, libras, dermatology and arrhythmia are not stated, so those rows may compare "
         "different tasks; its accuracy column is inconsistent with its F1 column "
-        "(ALGORITHMS.md) and is shown for the record only.",
+        "(docs/learners.md) and is shown for the record only.",
         "",
     ]
 

@@ -273,7 +273,7 @@ def render(results: dict, occupancy: dict, args: argparse.Namespace, argv: list[
         *verdict_lines(results, occupancy, args),
         "",
         "The seed paper's result tables did not survive its text extraction (only their "
-        "captions are in `seeds/001_93d547aa3429dc11.txt`), so there are no paper figures to "
+        "captions are in the text we have), so there are no paper figures to "
         "put beside ours; its text says PAFE-c and PAFE-s beat the other methods on 5 of its 8 "
         "synthetic data sets and that NPA-d beats NPA-r (by up to 0.105) and RPA-u beats RPA-f.",
         "",

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Publish a data set as live sensor streams over MQTT, with channels that come and go.
 
-Rows of a data set from ``../shared/datasets`` (``edgelearn.datasets.load``) become
+Rows of a data set bundled with edgelearn (``edgelearn.datasets.load``; by default
+the occupancy data the demo log is made of) become
 data messages (``{"ts", "seq", "ch", "y"?}``, msgpack, QoS 1) on the data topic of one
 or more streams, at a fixed rate. Channels vanish and reappear as sensors do: each
 message, a present channel goes away with probability ``--drop`` and an absent one
@@ -108,7 +109,7 @@ def messages(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description="Publish a data set from ../shared/datasets as live MQTT sensor "
+        description="Publish a bundled data set (edgelearn.datasets) as live MQTT sensor "
         "streams whose channels vanish and reappear.",
     )
     parser.add_argument("--broker", type=broker_argument, default=("localhost", 1883),

@@ -1,5 +1,5 @@
-"""Multi-label semi-supervised online KELM kernels (seed 002; ALGORITHMS.md,
-"Multi-label semi-supervised online KELM").
+"""Multi-label semi-supervised online KELM kernels (seed 002; docs/learners.md,
+"MultiLabelKELM").
 
 The window holds ``n <= W`` instances in arrival order, rows (or columns)
 ``0..n-1`` of arrays of fixed size:

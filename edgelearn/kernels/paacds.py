@@ -1,4 +1,4 @@
-"""PAACDS kernels (seed 000; ALGORITHMS.md, "PAACDS and PAACDS-I").
+"""PAACDS kernels (seed 000; docs/learners.md, "PAACDS").
 
 Model arrays, all of fixed size ``capacity`` (slots) and ``rows`` (1 for a
 binary model, ``n_classes`` otherwise):

@@ -21,7 +21,7 @@ sums.  The two ridge regressions are then
     recover_old = (G22 + r I)^-1 G21     (n_new x n_old; z1 ~ z2 . recover_old)
     predict_new = (G11 + r I)^-1 G21^T   (n_old x n_new; z2 ~ z1 . predict_new)
 
-ALGORITHMS.md's ``M1 x2`` is ``x2 . recover_old`` and ``M2 x1`` is
+docs/learners.md's ``M1 x2`` is ``x2 . recover_old`` and ``M2 x1`` is
 ``x1 . predict_new``.  With ``m = 0`` and ``sd = 1`` (raw values) ``G`` is the
 plain Gram matrix of the rows.
 """

@@ -1,5 +1,5 @@
 """OnlineEnsemble: AC_OE, the online ensemble with decayed weights and a
-global learner (seed 003), as ALGORITHMS.md reads it."""
+global learner (seed 003), as docs/learners.md reads it."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class OnlineEnsemble(Learner):
     seed
         Seed of the reservoir's generator.
 
-    Decisions beyond ALGORITHMS.md: instances are standardized (z) and an
+    Decisions beyond docs/learners.md's reading of the paper: instances are standardized (z) and an
     absent channel is its running mean (z = 0) for kelm and pa, left out by
     nb; a member that has no model yet has no vote; until the first chunk
     ends the ensemble predicts the most frequent label of the chunk so far

@@ -1,5 +1,5 @@
 """Multi-label semi-supervised online KELM with a bounded window (seed 002),
-as ALGORITHMS.md reads it."""
+as docs/learners.md reads it."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class MultiLabelKELM(Learner):
     ``refactor_every`` updates ``Omega^-1`` is rebuilt from the stored
     window, O(W^3), to bound round-off.
 
-    Decisions beyond ALGORITHMS.md:
+    Decisions beyond docs/learners.md's reading of the paper:
 
     * ``N_i`` counts the labelled instances of the window (the entering
       block included) whose labels include instance i's most frequent

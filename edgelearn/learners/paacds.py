@@ -1,5 +1,5 @@
 """PAACDS and PAACDS-I: passive-aggressive active learning for capricious
-data streams (seed 000), as ALGORITHMS.md reads it."""
+data streams (seed 000), as docs/learners.md reads it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..kernels.rng import new_state
 from .base import Decision, LabelIndex, Learner, binary_sign, load_arrays
 
 _VARIANTS = ("PAACDS", "PAACDS-I")
-#: Weight of the prior "information 1" in a slot's information (ALGORITHMS.md).
+#: Weight of the prior "information 1" in a slot's information (docs/learners.md).
 _K0 = 5.0
 
 
@@ -64,7 +64,7 @@ class PAACDS(Learner):
         Learn a bias ``b`` (one per class row): ``q = p_s * w_s . z_s + b``.
         Off by default: the paper's model has no intercept.
 
-    Decisions this page makes beyond ALGORITHMS.md: prediction uses each
+    Decisions this page makes beyond docs/learners.md: prediction uses each
     channel's information *before* the instance is folded in (a new channel
     has h = 1); a binary margin of exactly 0 predicts True.  Multiclass: the
     runner-up class and the class pushed away by an update are chosen among
@@ -72,7 +72,7 @@ class PAACDS(Learner):
     yet", so a learner that has seen one class still learns and asks less;
     the budget ``lam`` applies to the weights of all rows.
 
-    The intercept (``learn_intercept=True``) is also beyond ALGORITHMS.md.
+    The intercept (``learn_intercept=True``) is also beyond docs/learners.md.
     The bias is a constant feature of value 1 that every instance shares:
     it is not scaled by ``p_s``, it moves by ``tau * y`` on a binary update
     (``b[y] += tau``, ``b[r] -= tau`` on a multiclass one), and it adds 1 to

@@ -1,5 +1,5 @@
 """PAFE: passive-aggressive learning with feature-evolvable streams (seed 001),
-as ALGORITHMS.md reads it, detecting the evolution in a live stream."""
+as docs/learners.md reads it, detecting the evolution in a live stream."""
 
 from __future__ import annotations
 
@@ -117,8 +117,8 @@ class PAFE(Learner):
     at ``a = (1/2, 1/2)``.  ``predict_one`` of PAFE-s follows the larger
     weight; ``decide_one`` draws.
 
-    Decisions beyond ALGORITHMS.md: over the overlap ``w1`` learns on S1
-    *and* S2, where the paper (and ALGORITHMS.md) train it on S1 alone.  A
+    Decisions beyond docs/learners.md's reading: over the overlap ``w1`` learns on S1
+    *and* S2, where the paper (and that reading) train it on S1 alone.  A
     live learner cannot tell an overlap from channels that were added or
     come and go at random until S1 vanishes; learning on S2 meanwhile makes
     every such false alarm free, and over the paper's short overlaps (B =
@@ -132,7 +132,7 @@ class PAFE(Learner):
     through the same detection and maps; PA-I takes no step on an all-zero
     instance (the first observation of every channel standardizes to 0); a
     margin of exactly 0 predicts False (as ``edgelearn.PA``).
-    ALGORITHMS.md initializes ``w2`` through ``M1``, so ``M2``
+    docs/learners.md initializes ``w2`` through ``M1``, so ``M2``
     (``predict_new``) is solved for inspection (:meth:`maps`) and used by
     nothing.
 

@@ -1,5 +1,5 @@
 """SynthesisNB: sample-synthesis incremental naive Bayes (SSBOIL, seed 004),
-as ALGORITHMS.md reads it; with ``num=0``, a plain incremental Gaussian
+as docs/learners.md reads it; with ``num=0``, a plain incremental Gaussian
 naive Bayes."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class SynthesisNB(Learner):
     seed
         Seed of the learner's own generator (the synthesis draws r).
 
-    Decisions beyond ALGORITHMS.md: a channel enters the likelihood only
+    Decisions beyond docs/learners.md: a channel enters the likelihood only
     once every class seen so far has observed it twice (a variance needs
     two values), and then for every class alike; the variance is the
     population variance (as River's and scikit-learn's ``GaussianNB``); a
