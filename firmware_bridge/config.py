@@ -172,7 +172,7 @@ def _limits() -> dict[str, Setting]:
         "max_stream_id_bytes": "UTF-8 bytes of the {stream} topic level",
         "max_label_bytes": "UTF-8 bytes of a str label or a multi-label name",
         "max_request_id_bytes": "UTF-8 bytes of a label answer's \"req\"",
-        "max_batch_readings": "readings in one batch message (a batch nests 4 deep)",
+        "max_batch_readings": "readings in one batch message (docs/protocol-batches.md)",
     }
     low = {"max_depth": 2}
     return {

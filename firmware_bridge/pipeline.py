@@ -25,6 +25,11 @@ For every inbound message:
   ``"all"``
       every ``"y"`` is learned (fully supervised baseline).
 
+* a batch ``{"readings": [...]}`` on the data topic is read as its readings one after
+  the other, each exactly as a data message; one prediction message
+  ``{"predictions": [...]}`` answers the accepted ones, a bad reading is rejected and
+  counted alone (``docs/protocol-batches.md``);
+
 * a label answer on ``edgelearn/{stream}/label`` is matched against the pending
   requests; only an answer to a pending, unexpired request of the same stream is
   learned, exactly once, from the features kept at prediction time.
@@ -46,6 +51,13 @@ Multi-label streams (a learner with ``multilabel = True``, e.g. ``kelm_multilabe
 * the stream status reports ``"hamming_loss"`` and ``"micro_f1"`` over the labels the
   truths named (:class:`~edgelearn.metrics.MultiLabelMetrics`) instead of
   ``"accuracy"`` and ``"f1"``.
+
+The per-message path is lean for the common case: a data message (or batch) on the
+topic of a stream that exists, whose readings are plain (finite numbers, known-good
+channel names, nothing to drop) is decoded once and checked by
+:func:`~firmware_bridge.protocol.plain_reading`; anything else goes through
+:func:`~firmware_bridge.protocol.parse_message`, which gives every verdict. Both end in
+the same code, and ``tests/test_fast_path.py`` holds them to the same outputs.
 
 Nothing a client sends stops the pipeline: every reject is counted by reason
 (:meth:`Pipeline.counters`) and logged at most once per ``log_interval_s`` per reason.

@@ -142,6 +142,7 @@ class Client:
             collections.Counter
         )
         self.predicted: dict[tuple[str, int], object] = {}
+        self.messages: collections.Counter = collections.Counter()  # prediction messages
         self.requests: list[tuple[str, dict]] = []
         self.statuses: list[dict] = []
         self.acked = 0
@@ -175,8 +176,10 @@ class Client:
         body = msgpack.unpackb(message.payload)
         with self._lock:
             if kind == "prediction":
-                self.predictions[stream][body["seq"]] += 1
-                self.predicted[(stream, body["seq"])] = body["y"]
+                self.messages[stream] += 1
+                for prediction in body.get("predictions", [body]):  # a batch's, or one
+                    self.predictions[stream][prediction["seq"]] += 1
+                    self.predicted[(stream, prediction["seq"])] = prediction["y"]
             elif kind == "label_request":
                 self.requests.append((stream, body))
             elif kind == "status" and stream == GATEWAY_ID:
@@ -393,6 +396,36 @@ def test_twenty_thousand_messages_get_exactly_one_prediction_each(
         10, "the status to count every message")
     assert status["counters"]["predictions"] == n
     assert status["counters"]["learned"] == n  # every message carried its label
+    assert gateway.terminate() == 0
+
+
+def test_batched_readings_get_one_prediction_message_per_batch_and_each_reading_once(
+    broker, gateways, observer_factory
+):
+    n, batch = 4_000, 25
+    observer = observer_factory(broker.port)
+    gateway = gateways(broker.port)
+    gateway.start()
+    gateway.wait_online(observer)
+    result = run_tool("simulate_sensors.py", "--broker", f"127.0.0.1:{broker.port}",
+                      "--dataset", "occupancy", "--count", str(n), "--rate", "0",
+                      "--drop", "0.02", "--with-labels", "--stream-prefix", "hub",
+                      "--streams", "2", "--batch", str(batch))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["messages"] == n // batch
+    wait_until(lambda: len(observer.seen("hub0")) + len(observer.seen("hub1")) == n, 60,
+               f"{n} predictions")
+    time.sleep(0.5)  # anything doubled would have arrived by now
+    for stream in ("hub0", "hub1"):
+        counts = observer.predictions[stream]
+        assert set(counts) == set(range(n // 2)) and max(counts.values()) == 1
+        assert observer.messages[stream] == n // 2 // batch
+    status = wait_until(
+        lambda: (s := gateway.current_status(observer))["counters"]["data"] == n and s,
+        10, "the status to count every reading")
+    counters = status["counters"]
+    assert counters["batches"] == counters["messages"] == n // batch
+    assert counters["predictions"] == counters["learned"] == n and counters["rejected"] == 0
     assert gateway.terminate() == 0
 
 

@@ -17,6 +17,12 @@ same rule to answer label requests from the ground truth, so give both the same
 ``ts`` is the wall-clock time of publishing, so a subscriber to the predictions can
 measure publish-to-prediction latency. A summary is printed as one JSON line at the end.
 
+``--batch N`` sends each stream's readings N at a time, as a sensor hub does: one
+batch message ``{"readings": [...]}`` per N readings of a stream (each reading with
+its own ``seq``, ``ts`` and channels; the last batch of a stream may be shorter), so
+``--count`` and ``--rate`` still count readings. ``--data-template`` publishes under
+another topic layout (e.g. a second gateway's subtree).
+
 Example::
 
     python tools/simulate_sensors.py --broker localhost:1883 --dataset occupancy \\
@@ -41,7 +47,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 from edgelearn import datasets  # noqa: E402
 from firmware_bridge.mqtt import parse_broker  # noqa: E402
-from firmware_bridge.protocol import Topics, check_stream_id, encode_data  # noqa: E402
+from firmware_bridge.protocol import (  # noqa: E402
+    Topics,
+    check_stream_id,
+    encode_batch,
+    encode_data,
+)
 
 __all__ = ["broker_argument", "channel_outages", "messages", "main"]
 
@@ -93,8 +104,9 @@ def messages(
     total = n_rows - start if count is None else count
     if not loop:
         total = min(total, (n_rows - start) // len(streams) * len(streams))
-    mask = channel_outages(min(total, n_rows * 4), len(names), drop, reappear, seed)
-    rows_of_mask = mask.shape[0]
+    # Python lists: indexing a NumPy row per reading would cost more than the rest.
+    mask = channel_outages(min(total, n_rows * 4), len(names), drop, reappear, seed).tolist()
+    rows_of_mask = len(mask)
     values = X.tolist()
     for k in range(total):
         stream_index = k % len(streams)
@@ -136,6 +148,12 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: 0.05)")
     parser.add_argument("--with-labels", action="store_true",
                         help='include the true label as "y" in every data message')
+    parser.add_argument("--batch", type=int, default=1, metavar="N",
+                        help="readings per message: N > 1 sends batch messages of N "
+                        "readings of one stream (default: 1, one reading per message)")
+    parser.add_argument("--data-template", default=Topics().data_template,
+                        help="data topic template, with {stream} as a whole level "
+                        "(default: %(default)s)")
     parser.add_argument("--qos", type=int, choices=(0, 1, 2), default=1,
                         help="QoS of the data messages (default: 1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the outages")
@@ -152,8 +170,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--streams must be >= 1, got {args.streams}")
     if args.rate < 0:
         parser.error(f"--rate must be >= 0, got {args.rate}")
+    if args.batch < 1:
+        parser.error(f"--batch must be >= 1, got {args.batch}")
     streams = [f"{args.stream_prefix}{i}" for i in range(args.streams)]
-    topics = Topics()
+    try:
+        topics = Topics(data_template=args.data_template)
+    except ValueError as exc:
+        parser.error(f"--data-template: {exc}")
     for stream in streams:
         reject = check_stream_id(stream, topics=topics)
         if reject:
@@ -187,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     # The first item loads the data set; the clock starts after it, so the pacing
     # does not begin with a catch-up burst.
     upcoming = next(stream_of_messages, None)
-    published = 0
+    published = 0  # readings
+    sent = 0  # MQTT messages
+    pending: dict[str, list] = {stream: [] for stream in streams}
     began = time.monotonic()
     next_at = began
     while upcoming is not None:
@@ -197,25 +222,40 @@ def main(argv: list[str] | None = None) -> int:
             if delay > 0:
                 time.sleep(delay)
             next_at += interval
-        client.publish(data_topics[stream], encode_data(time.time(), seq, channels, y), args.qos)
+        if args.batch == 1:
+            client.publish(data_topics[stream], encode_data(time.time(), seq, channels, y),
+                           args.qos)
+            sent += 1
+        else:
+            batch = pending[stream]
+            batch.append((time.time(), seq, channels, y))
+            if len(batch) == args.batch:
+                client.publish(data_topics[stream], encode_batch(batch), args.qos)
+                sent += 1
+                batch.clear()
         published += 1
         upcoming = next(stream_of_messages, None)
+    for stream, batch in pending.items():  # each stream's last, shorter batch
+        if batch:
+            client.publish(data_topics[stream], encode_batch(batch), args.qos)
+            sent += 1
     sent_at = time.monotonic()
     # Wait for the broker to acknowledge everything (QoS 1/2) before disconnecting.
     deadline = time.monotonic() + 60
-    while n_acked[0] < published and time.monotonic() < deadline:
+    while n_acked[0] < sent and time.monotonic() < deadline:
         acked.acquire(timeout=0.5)
     client.disconnect()
     client.loop_stop()
     seconds = sent_at - began
     print(json.dumps({
         "published": published,
+        "messages": sent,
         "acknowledged": n_acked[0],
         "seconds": round(seconds, 3),
         "rate": round(published / seconds, 1) if seconds > 0 else None,
         "streams": streams,
     }))
-    return 0 if n_acked[0] >= published else 1
+    return 0 if n_acked[0] >= sent else 1
 
 
 if __name__ == "__main__":
