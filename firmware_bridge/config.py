@@ -718,6 +718,14 @@ def _build(
                 f"[gateway] id must not be one of the ids the topic layout reserves "
                 f"({', '.join(sorted(topics.reserved_gateways))}), got {gateway_id!r}"
             )
+    # Integrations: their topics must not fall on the gateway's own.
+    if topics is not None and gateway_id is not None:
+        json_topic = v["status_json"]["topic"]
+        if json_topic is not None and topics.parse(json_topic.replace("{gateway}", gateway_id)):
+            errors.append(
+                f"[status_json] topic must not fit a [topics] template (it would overwrite "
+                f"or feed the gateway's own topics), got {json_topic!r}"
+            )
     # Recorder.
     if rec["enabled"] and rec["directory"] == "":
         errors.append("[recorder] directory must be set when enabled = true, got ''")

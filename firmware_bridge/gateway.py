@@ -144,8 +144,12 @@ class Gateway:
         if config["prometheus.enabled"]:
             from .prometheus import MetricsServer
 
-            self.metrics_server = MetricsServer(config["prometheus.host"],
-                                                config["prometheus.port"])
+            host, port = config["prometheus.host"], config["prometheus.port"]
+            try:
+                self.metrics_server = MetricsServer(host, port)
+            except OSError as exc:
+                raise OSError(f"[prometheus] cannot listen on {host}:{port}: "
+                              f"{exc.strerror or exc}") from None
         self._next_integrations = clock()
         self._ha_states: dict[str, tuple] = {}  # stream -> what its last state showed
         self._last_checkpoint_at = self.started_at

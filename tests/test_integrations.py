@@ -313,3 +313,30 @@ def test_integrations_cost_nothing_when_off():
                             cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["[]", "1"]
+
+
+def test_integration_settings_are_checked():
+    from firmware_bridge.config import load_config
+    from firmware_bridge.gateway import Gateway
+
+    _, errors = load_config(None, {"status_json.topic": "edgelearn/status/{gateway}"})
+    assert errors == ["[status_json] topic must not fit a [topics] template (it would "
+                      "overwrite or feed the gateway's own topics), got "
+                      "'edgelearn/status/{gateway}'"]
+    _, errors = load_config(None, {"homeassistant.discovery_prefix": "home/#",
+                                   "prometheus.port": 0})
+    assert errors == [
+        "The 'discovery_prefix' parameter of [homeassistant] must be an MQTT topic without "
+        "wildcards ('+', '#') or a leading '$'. Got 'home/#'.",
+        "The 'port' parameter of [prometheus] must be an int in [1, 65535]. Got 0.",
+    ]
+    # A port in use is named, not a bare errno.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config, errors = load_config(None, {"prometheus.enabled": True, "prometheus.port": port,
+                                            "checkpoints.directory": ""})
+        assert errors == []
+        with pytest.raises(OSError, match=rf"\[prometheus\] cannot listen on 127.0.0.1:{port}: "):
+            Gateway(config)
