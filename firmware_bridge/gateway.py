@@ -152,6 +152,7 @@ class Gateway:
                               f"{exc.strerror or exc}") from None
         self._next_integrations = clock()
         self._ha_states: dict[str, tuple] = {}  # stream -> what its last state showed
+        self._ha_connection = 0  # the outbound connection the entities were announced on
         self._last_checkpoint_at = self.started_at
         subscriptions = config.topics.inbound_filters()
         if self._birth_topic is not None:
@@ -275,6 +276,12 @@ class Gateway:
         streams = pipeline.status()["streams"]
         ha = self.homeassistant
         if ha is not None and self.bridge.can_publish:
+            if self._ha_connection != self.bridge.out_connects:
+                # A (re)connection: a broker without persistence lost the retained
+                # configs, so announce everything again (a few messages per stream).
+                self._ha_connection = self.bridge.out_connects
+                ha.forget_announcements()
+                self._ha_states.clear()
             publish = self.bridge.publish
             for topic, payload in ha.announcements(
                     (name, pipeline.is_binary(name)) for name in streams):

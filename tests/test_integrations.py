@@ -340,3 +340,28 @@ def test_integration_settings_are_checked():
         assert errors == []
         with pytest.raises(OSError, match=rf"\[prometheus\] cannot listen on 127.0.0.1:{port}: "):
             Gateway(config)
+
+
+def test_configs_are_announced_again_after_the_broker_lost_them(broker, tmp_path):
+    (tmp_path / "gw").mkdir()
+    gateway = Gateway(tmp_path / "gw", broker.port, extra="[homeassistant]\nenabled = true\n")
+    gateway.start()
+    try:
+        def retained_configs():
+            reader = Recorder(broker.port, "homeassistant/#")
+            try:
+                time.sleep(0.3)
+                return {t for t, p, r in reader.messages if r and p}
+            finally:
+                reader.close()
+
+        wait_until(lambda: len(retained_configs()) == 5, 30, "the gateway's configs")
+        # The broker restarts with nothing retained (no persistence file).
+        broker.stop()
+        for leftover in broker.directory.glob("*.db"):
+            leftover.unlink()
+        broker.start()
+        assert len(retained_configs()) in (0, 5)  # the gateway may already be back
+        wait_until(lambda: len(retained_configs()) == 5, 30, "the configs announced again")
+    finally:
+        assert gateway.terminate() == 0
