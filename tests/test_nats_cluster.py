@@ -282,8 +282,9 @@ def test_two_gateways_on_a_partitioned_nats_cluster_survive_a_node_kill(cluster,
         assert all(observer.predictions[(s, q)] == 1 for s in STREAMS
                    for q in range(sent[s])), "a duplicate before any failure"
         # Each partition's streams reach one gateway: its checkpoints say which.
-        wait_until(lambda: all(observer.statuses[g]["streams"] for g in gateways), 10,
-                   "per-gateway stream lists")
+        # (A status goes out at most once a second: wait for ones that list them all.)
+        wait_until(lambda: set().union(*(observer.statuses[g]["streams"] for g in gateways))
+                   == set(STREAMS), 20, "statuses listing every stream")
         served = {g: set(observer.statuses[g]["streams"]) for g in gateways}
         assert served["gwp0"] and served["gwp1"], served  # both partitions in use
         assert not served["gwp0"] & served["gwp1"], served
