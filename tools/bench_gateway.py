@@ -559,6 +559,7 @@ def main(argv: list[str] | None = None) -> int:
             results["throughput"].append(result)
         relay = bench.start_relay()
         simulate(port, "rw", args.warmup, 2000, bench.labels, data_template=RELAY_DATA)
+        _wait(lambda: len(outputs.relayed) >= args.warmup, 120, "the relay's warm-up outputs")
         for run in range(args.repeat):
             print(f"relay {run + 1}/{args.repeat}: {args.count} messages", file=sys.stderr)
             results["relay"].append(bench.relay_throughput(run, args.count, relay, broker))
