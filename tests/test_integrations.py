@@ -365,3 +365,36 @@ def test_configs_are_announced_again_after_the_broker_lost_them(broker, tmp_path
         wait_until(lambda: len(retained_configs()) == 5, 30, "the configs announced again")
     finally:
         assert gateway.terminate() == 0
+
+
+def test_simulated_json_sensors_are_learned_from_their_own_label_field(broker, tmp_path):
+    (tmp_path / "gw").mkdir()
+    gateway = Gateway(tmp_path / "gw", broker.port, extra=(
+        '[topics]\ndata = "zigbee2mqtt/{stream}"\n[json]\nlabel_field = "occupancy"\n'
+        "[status_json]\nenabled = true\n"))
+    statuses = Recorder(broker.port, "edgelearn/status/gwtest/json")
+    gateway.start()
+    try:
+        wait_until(lambda: statuses.messages, 30, "the JSON status")
+        n = 1000
+        run = subprocess.run(
+            [sys.executable, str(ROOT / "tools" / "simulate_sensors.py"), "--broker",
+             f"127.0.0.1:{broker.port}", "--json", "--with-labels", "--count", str(n),
+             "--rate", "0", "--data-template", "zigbee2mqtt/{stream}", "--drop", "0.05"],
+            capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert run.returncode == 0, run.stderr
+
+        def done():
+            status = json.loads(statuses.messages[-1][1])
+            return status if status["counters"]["predictions"] == n else None
+
+        status = wait_until(done, 60, "every reading predicted")
+        stream = status["streams"]["s0"]
+        # Every object carried its label in the occupancy field: all learned and scored.
+        assert stream["learned"] == n and stream["scored"] == n
+        assert stream["accuracy"] > 0.9
+        assert stream["last_seq"] == n - 1  # the objects' own seq was used
+        assert status["counters"]["rejected"] == 0
+    finally:
+        statuses.close()
+        assert gateway.terminate() == 0
