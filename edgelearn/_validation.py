@@ -1,7 +1,8 @@
 """Parameter checks with scikit-learn-style error messages.
 
-Every public constructor and function of edgelearn validates its parameters with
-these helpers so that a user sees one message shape everywhere::
+Thin function-style uses of :mod:`edgelearn.constraints` for checks made inline
+(a function argument rather than a declared parameter), with the one message
+shape used everywhere::
 
     The '<name>' parameter of <owner> must be <constraint>. Got <value>.
 
@@ -26,50 +27,13 @@ ValueError: The 'mode' parameter of PA must be one of {0, 1, 2}. Got 3.
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any, Iterable
 
-import numpy as np
+import numpy as np  # noqa: F401  (the doctests use it)
+
+from edgelearn.constraints import Boolean, Interval, Options, check, format_value
 
 __all__ = ["check_number", "check_choice", "check_bool", "format_value"]
-
-
-def format_value(value: Any) -> str:
-    """Render a value for an error message (NumPy scalars as their Python value).
-
-    >>> format_value(np.float64(1.5)), format_value("a"), format_value(float("inf"))
-    ('1.5', "'a'", 'inf')
-    """
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-    return repr(value)
-
-
-def _format_bound(bound: float) -> str:
-    # Whole-number float bounds print as ints ("[0, 1]" rather than "[0.0, 1.0]"),
-    # which is how people write intervals.
-    if math.isinf(bound):
-        return "inf" if bound > 0 else "-inf"
-    if float(bound).is_integer():
-        return str(int(bound))
-    return repr(float(bound))
-
-
-def _message(name: str, owner: str, constraint: str, value: Any) -> str:
-    return (
-        f"The '{name}' parameter of {owner} must be {constraint}. "
-        f"Got {format_value(value)}."
-    )
-
-
-def _is_bool(value: Any) -> bool:
-    return isinstance(value, (bool, np.bool_))
 
 
 def check_number(
@@ -89,7 +53,7 @@ def check_number(
     ``check_number("C", C, "PAACDS", 0, None, low_open=True)`` (hard-margin PA).
     With ``integer=True`` only integers are accepted (``3.0`` is a ``TypeError``),
     infinite bounds are shown open, and an ``int`` is returned. NaN is never in an
-    interval.
+    interval. Same as ``check(owner, name, value, Interval(...))``.
 
     >>> check_number("alpha", 1.5, "drop_features", 0, 1)
     Traceback (most recent call last):
@@ -102,52 +66,10 @@ def check_number(
     ...
     TypeError: The 'window' parameter of MultiLabelKELM must be an int in [1, inf). Got True.
     """
-    lo = -math.inf if low is None else float(low)
-    hi = math.inf if high is None else float(high)
-    lo_open, hi_open = low_open, high_open
-    if integer:
-        # An int can never equal an infinite bound, so say so in the message.
-        lo_open = lo_open or math.isinf(lo)
-        hi_open = hi_open or math.isinf(hi)
-    interval = (
-        ("(" if lo_open else "[")
-        + _format_bound(lo)
-        + ", "
-        + _format_bound(hi)
-        + (")" if hi_open else "]")
-    )
-    constraint = ("an int in " if integer else "a float in ") + interval
-
-    if _is_bool(value):
-        raise TypeError(_message(name, owner, constraint, value))
-    if integer:
-        if not isinstance(value, numbers.Integral):
-            raise TypeError(_message(name, owner, constraint, value))
-        result: int | float = int(value)
-    else:
-        if not isinstance(value, numbers.Real):
-            raise TypeError(_message(name, owner, constraint, value))
-        result = float(value)
-        if math.isnan(result):
-            raise ValueError(_message(name, owner, constraint, value))
-
-    below = result <= lo if lo_open else result < lo
-    above = result >= hi if hi_open else result > hi
-    if below or above:
-        raise ValueError(_message(name, owner, constraint, value))
-    return int(value) if integer else result
-
-
-def _format_choices(choices: Iterable[Any]) -> tuple[list[Any], str]:
-    items = list(choices)
-    if isinstance(choices, (set, frozenset)):
-        # Sets have no stable order across runs; sort when the items allow it so
-        # the message is deterministic.
-        try:
-            items = sorted(items)
-        except TypeError:
-            items = sorted(items, key=repr)
-    return items, "one of {" + ", ".join(format_value(c) for c in items) + "}"
+    closed = {(False, False): "both", (False, True): "left",
+              (True, False): "right", (True, True): "neither"}[(bool(low_open), bool(high_open))]
+    constraint = Interval(int if integer else float, low, high, closed=closed)
+    return check(owner, name, value, constraint)
 
 
 def check_choice(name: str, value: Any, owner: str, choices: Iterable[Any]) -> Any:
@@ -155,6 +77,7 @@ def check_choice(name: str, value: Any, owner: str, choices: Iterable[Any]) -> A
 
     ``True`` does not match ``1`` (nor ``False`` ``0``) unless the choice itself is
     a bool. Unhashable values are compared by equality and simply do not match.
+    A set of choices is listed sorted, so the message is the same on every run.
 
     >>> check_choice("kind", "nb", "OnlineEnsemble", ("kelm", "pa", "nb"))
     'nb'
@@ -163,17 +86,13 @@ def check_choice(name: str, value: Any, owner: str, choices: Iterable[Any]) -> A
     ...
     ValueError: The 'kind' parameter of OnlineEnsemble must be one of {'kelm', 'pa', 'nb'}. Got 'svm'.
     """
-    items, constraint = _format_choices(choices)
-    for choice in items:
-        if _is_bool(value) != _is_bool(choice):
-            continue
+    items = list(choices)
+    if isinstance(choices, (set, frozenset)):
         try:
-            equal = bool(value == choice)
-        except Exception:  # e.g. an array compared to a scalar
-            equal = False
-        if equal:
-            return choice
-    raise ValueError(_message(name, owner, constraint, value))
+            items = sorted(items)
+        except TypeError:
+            items = sorted(items, key=repr)
+    return check(owner, name, value, Options(*items))
 
 
 def check_bool(name: str, value: Any, owner: str) -> bool:
@@ -186,6 +105,4 @@ def check_bool(name: str, value: Any, owner: str) -> bool:
     ...
     TypeError: The 'shuffle' parameter of f must be a bool. Got 1.
     """
-    if not _is_bool(value):
-        raise TypeError(_message(name, owner, "a bool", value))
-    return bool(value)
+    return check(owner, name, value, Boolean())

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import zlib
 
 import numpy as np
 
-from ._validation import check_number
+from .constraints import Interval, OneOf, Options, check_params
 from .kernels import channels as kernels
 
 _OWNER = "ChannelSpace"
@@ -56,7 +57,8 @@ class ChannelSpace:
         Longest channel name accepted (in characters); it bounds the memory
         of the name table.
 
-    Memory bound: ``capacity * (8 * 4 + 8 + max_name_length)`` bytes.
+    Memory bound: ``capacity * (8 * 5 + 8 + max_name_length)`` bytes (four statistics
+    and the name key per slot, the name table).
 
     Examples
     --------
@@ -73,6 +75,16 @@ class ChannelSpace:
     1
     """
 
+    #: What each parameter may be (see :mod:`edgelearn.constraints`).
+    _parameter_constraints = {
+        "capacity": Interval(int, 1, None),
+        "evict_after": Interval(int, 1, None),
+        "half_life": OneOf(Options(None), Interval(float, 0, None, closed="right")),
+        "eps": Interval(float, 0, None),
+        "z_max": Interval(float, 0, None, closed="right"),
+        "max_name_length": Interval(int, 1, None),
+    }
+
     def __init__(
         self,
         capacity: int = 256,
@@ -82,13 +94,10 @@ class ChannelSpace:
         z_max: float = 5.0,
         max_name_length: int = 64,
     ):
-        check_number("capacity", capacity, _OWNER, 1, None, integer=True)
-        check_number("evict_after", evict_after, _OWNER, 1, None, integer=True)
-        if half_life is not None:
-            check_number("half_life", half_life, _OWNER, 0, None, low_open=True)
-        check_number("eps", eps, _OWNER, 0, None)
-        check_number("z_max", z_max, _OWNER, 0, None, low_open=True)
-        check_number("max_name_length", max_name_length, _OWNER, 1, None, integer=True)
+        check_params(_OWNER, {
+            "capacity": capacity, "evict_after": evict_after, "half_life": half_life, "eps": eps,
+            "z_max": z_max, "max_name_length": max_name_length,
+        }, self._parameter_constraints)
         self.capacity = capacity
         self.evict_after = evict_after
         self.half_life = half_life
@@ -101,6 +110,9 @@ class ChannelSpace:
         self.mean = np.zeros(capacity, dtype=np.float64)
         self.var = np.zeros(capacity, dtype=np.float64)
         self.last_seen = np.full(capacity, -1, dtype=np.int64)
+        #: A number per slot from its channel's name (name_key): learners break
+        #: ties by it, so their choices do not depend on first-seen key order.
+        self.name_key = np.zeros(capacity, dtype=np.float64)
         self._names: list = [None] * capacity
         self._index: dict = {}
         self.t = 0  # instances observed so far; the next one gets index t
@@ -198,6 +210,7 @@ class ChannelSpace:
             self.n_assigned += 1
         self._names[slot] = name
         self._index[name] = slot
+        self.name_key[slot] = name_key(name)
         # Seen now, so another new name in this same instance cannot take it.
         self.last_seen[slot] = self.t
         return slot
@@ -237,10 +250,18 @@ class ChannelSpace:
                 del self._index[old]
             self._names[slot] = name
             self._index[name] = slot
+            self.name_key[slot] = name_key(name)
+
+    @property
+    def forget(self) -> float:
+        """The per-observation forgetting factor of the channel statistics
+        (0 without ``half_life``); kernels take it as a scalar."""
+        return self._forget
 
     def memory_bytes(self) -> int:
         """The space's fixed budget: its arrays plus the longest names allowed."""
-        arrays = self.count.nbytes + self.mean.nbytes + self.var.nbytes + self.last_seen.nbytes
+        arrays = (self.count.nbytes + self.mean.nbytes + self.var.nbytes + self.last_seen.nbytes
+                  + self.name_key.nbytes)
         return int(arrays + self.capacity * (8 + self.max_name_length))
 
     def get_params(self) -> dict:
@@ -281,6 +302,8 @@ class ChannelSpace:
             target[:] = array
         space._names = list(state["names"])
         space._index = {n: s for s, n in enumerate(space._names) if n is not None}
+        for name, slot in space._index.items():
+            space.name_key[slot] = name_key(name)
         space.t = int(state["t"])
         space.n_assigned = int(state["n_assigned"])
         space.n_ignored = int(state["n_ignored"])
@@ -289,6 +312,16 @@ class ChannelSpace:
 
     def __repr__(self) -> str:
         return f"ChannelSpace(capacity={self.capacity}, assigned={self.n_assigned}, ignored={self.n_ignored})"
+
+
+def name_key(name) -> float:
+    """A number that stands for a channel name, the same in every run and
+    process (CRC-32 of its repr, so 1 and "1" differ).
+
+    >>> name_key("temperature") == name_key("temperature"), name_key(1) == name_key("1")
+    (True, False)
+    """
+    return float(zlib.crc32(repr(name).encode("utf-8", "surrogatepass")))
 
 
 def _as_float(name, value) -> float:

@@ -15,7 +15,8 @@ import numpy as np
 
 from . import metrics
 from .kernels import replay as loops
-from .learners.base import binary_sign
+from .channels import name_key
+from .learners.base import BinaryTargets
 from .learners.pa import PA
 from .learners.paacds import PAACDS, _K0
 
@@ -54,7 +55,7 @@ class PrequentialResult:
 
 
 def _is_binary(model) -> bool:
-    return getattr(model, "binary", True)
+    return model.task == "binary"
 
 
 def prequential(model, stream: Iterable, active: bool = True, progress=None) -> PrequentialResult:
@@ -83,7 +84,7 @@ def prequential(model, stream: Iterable, active: bool = True, progress=None) -> 
             model.learn(decision.slots, decision.z, y)
         predictions.append(decision.label)
         asked.append(decision.ask)
-        truth.append(binary_sign(y, type(model).__name__) > 0 if binary else y)
+        truth.append(y)
         if progress is not None and (i + 1) % 1000 == 0:
             progress(i + 1)
     seconds = time.perf_counter() - start
@@ -94,9 +95,24 @@ def _result(truth, predictions, asked, seconds, binary) -> PrequentialResult:
     n = len(truth)
     asked = np.asarray(asked, dtype=bool)
     if binary:
-        y_true = np.asarray(truth, dtype=bool)
-        y_pred = np.asarray(predictions, dtype=bool)
-        f1 = metrics.f1_binary(y_true, y_pred, positive=True) if n else 0.0
+        # Any two labels: the positive one is the learner's (True/1 positive, else
+        # the first seen). A prediction matching neither label (a learner that knows
+        # no label yet predicts False) counts as negative for F1, wrong for accuracy.
+        sides = BinaryTargets("prequential")
+        y_true = np.array([sides.sign(v) > 0 for v in truth], dtype=bool)
+        positive = sides.decode(True)
+        y_pred_side = np.array([_equal(v, positive) for v in predictions], dtype=bool)
+        f1 = metrics.f1_binary(y_true, y_pred_side, positive=True) if n else 0.0
+        if all(isinstance(v, (bool, np.bool_)) for v in truth):
+            y_pred = np.asarray(predictions, dtype=bool)
+            y_true = np.asarray(truth, dtype=bool)
+        else:
+            y_pred = np.array(predictions + [None], dtype=object)[:-1]
+            y_true = np.array(list(truth) + [None], dtype=object)[:-1]
+            accuracy = float(np.mean([_equal(p, t) for p, t in zip(predictions, truth)])) if n else 0.0
+            return PrequentialResult(n=n, accuracy=accuracy, f1=float(f1),
+                                     query_rate=float(asked.mean()) if n else 0.0,
+                                     seconds=seconds, predictions=y_pred, asked=asked)
     else:
         # Labels of any type: compare them through a shared integer code.
         codes: dict = {}
@@ -115,6 +131,13 @@ def _result(truth, predictions, asked, seconds, binary) -> PrequentialResult:
         predictions=y_pred,
         asked=asked,
     )
+
+
+def _equal(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialResult:
@@ -165,12 +188,13 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
     n = X.shape[0]
     pred = np.empty(n, dtype=np.int64)
     margins = np.empty(n, dtype=np.float64)
-    channel_args = (space.count, space.mean, space.var, space.last_seen, space._forget, space.eps, space.z_max, space.evict_after)
+    channel_args = (space.count, space.mean, space.var, space.last_seen, space.forget, space.eps, space.z_max, space.evict_after)
     binary = _is_binary(model)
 
     start = time.perf_counter()
+    knew_labels = model.targets.learned_any
     if isinstance(model, PA):
-        y_sign = _signs(y, "PA")
+        y_sign = _signs(y, model)
         loops.pa_loop(
             X, y_sign, col_slot, slot_col, changed, counters, *channel_args, model._scale,
             model.w, model.intercept, float(model.C), model.mode, model.learn_intercept, pred, margins,
@@ -180,7 +204,7 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
     else:
         asked = np.empty(n, dtype=np.bool_)
         if binary:
-            y_labels = _signs(y, "PAACDS")
+            y_labels = _signs(y, model)
             code_class = np.zeros(0, dtype=np.int64)
             class_code = np.zeros(0, dtype=np.int64)
             uniques = []
@@ -188,7 +212,7 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
             uniques, y_labels = _codes(y, model)
             code_class = np.full(len(uniques), -1, dtype=np.int64)
             for code, label in enumerate(uniques):
-                code_class[code] = model._labels.find(label)
+                code_class[code] = model.targets.find(label)
             class_code = np.full(model.n_classes, -1, dtype=np.int64)
             for code, c in enumerate(code_class):
                 if c >= 0:
@@ -199,31 +223,44 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
             model.W, model.b, model.active, model.h, model.h_n, model.h_mean, model.h_var, model._h_forget, _K0,
             model.rng_state, model._current_delta, target, float(model.budget_gain), float(model.C),
             model._variant_i, model.learn_intercept, model._lam, float(model.B), model._max_weights,
-            code_class, class_code, len(model._labels.labels), model._scores, model._idx_buf, model._score_buf,
+            code_class, class_code, len(model.targets.labels), model._scores, model._idx_buf, model._score_buf,
+            np.array([name_key(name) for name in feature_names], dtype=np.float64), space.name_key,
             pred, margins, asked,
         )
         model._current_delta = float(delta)
-        for c in range(len(model._labels.labels), n_known):
-            model._labels.index(uniques[class_code[c]])
+        for c in range(len(model.targets.labels), n_known):
+            model.targets.index(uniques[class_code[c]])
     seconds = time.perf_counter() - start
 
     space.t, space.n_assigned, space.n_ignored, space.n_evicted = (int(v) for v in counters)
     space._assign_names({int(s): feature_names[slot_col[s]] for s in np.flatnonzero(changed)})
 
+    truth = list(y.tolist()) if isinstance(y, np.ndarray) else list(y)
     if binary:
-        truth = y_labels > 0
-        predictions = pred > 0
+        predictions = [model.targets.decode(bool(p > 0)) for p in pred.tolist()]
     else:
-        truth = y
-        predictions = [None if c < 0 else model._labels.labels[c] for c in pred]
+        predictions = [model.targets.decode(int(c)) for c in pred.tolist()]
+    if not knew_labels and n:
+        # The rule for a learner that knows no label (learners/base.py): up to and
+        # including the first instance it learned, it predicted the neutral answer.
+        learned = np.flatnonzero(asked) if active else np.arange(n)
+        first = int(learned[0]) if len(learned) else n - 1
+        predictions[: first + 1] = [model.targets.neutral()] * (first + 1)
     return _result(truth, predictions, asked, seconds, binary)
 
 
-def _signs(y, owner: str) -> np.ndarray:
-    """Binary labels to a float array of +1/-1, checking each distinct value once."""
-    values, inverse = np.unique(y, return_inverse=True)
-    signs = np.array([binary_sign(v.item() if hasattr(v, "item") else v, owner) for v in values], dtype=np.float64)
-    return signs[inverse.reshape(-1)]
+def _signs(y, model) -> np.ndarray:
+    """Binary labels to a float array of +1/-1 through the learner's targets,
+    registering its labels in order of first appearance."""
+    values = y.tolist() if isinstance(y, np.ndarray) else list(y)
+    cache: dict = {}
+    out = np.empty(len(values), dtype=np.float64)
+    for i, v in enumerate(values):
+        sign = cache.get(v)
+        if sign is None:
+            sign = cache[v] = model.targets.sign(v)
+        out[i] = sign
+    return out
 
 
 def _codes(y, model) -> tuple[list, np.ndarray]:
@@ -233,7 +270,7 @@ def _codes(y, model) -> tuple[list, np.ndarray]:
     for i, v in enumerate(y.tolist()):
         out[i] = codes.setdefault(v, len(codes))
     uniques = list(codes)
-    total = set(model._labels.labels) | set(uniques)
+    total = set(model.targets.labels) | set(uniques)
     if len(total) > model.n_classes:
         raise ValueError(
             f"PAACDS was built with n_classes={model.n_classes}; these labels hold {len(total)} classes."

@@ -449,7 +449,7 @@ seed = 0                       # query decisions are reproducible per stream
 # delta = 1.0                  # query parameter (adapted when target_query_rate is set)
 # variant = "PAACDS"           # or "PAACDS-I"
 # max_weights = ...            # omitted: capacity
-# n_classes = 2                # 2: binary labels true/false; more: multiclass
+# n_classes = 2                # 2: binary (any two labels); more: multiclass
 # h_halflife = 500.0
 # budget_gain = 0.5
 #
@@ -471,7 +471,7 @@ seed = 0                       # query decisions are reproducible per stream
 # num = 5                      # synthetic instances learned after a mistake; 0: plain naive Bayes
 # half_life = ...              # omitted: no forgetting; a number of observations to follow drift
 # var_floor = 0.01             # smallest class-conditional variance (in z units)
-# n_classes = 2                # 2: binary labels true/false; more: multiclass
+# n_classes = 2                # 2: binary (any two labels); more: multiclass
 # standardize = true
 #
 # For ensemble, with their defaults; capacity, evict_after and seed as above:
@@ -485,7 +485,7 @@ seed = 0                       # query decisions are reproducible per stream
 # C = 1.0                      # kelm: ridge 1/C; pa: largest step
 # gamma = ...                  # kelm RBF width; omitted: 1 / channels present
 # var_floor = 0.01             # nb: smallest class-conditional variance
-# n_classes = 2                # 2: binary labels true/false; more: multiclass
+# n_classes = 2                # 2: binary (any two labels); more: multiclass
 # Its memory: with kelm and 64 channel slots, about 1.8 MB per stream
 # (edgelearn.OnlineEnsemble().memory_bytes()).
 """

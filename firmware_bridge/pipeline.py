@@ -38,7 +38,7 @@ Whenever a data message carries ``"y"``, the prediction made before any learning
 scored against it in the stream's prequential :class:`ClassificationMetrics`, so a
 replay reports accuracy, F1 and query rate.
 
-Multi-label streams (a learner with ``multilabel = True``, e.g. ``kelm_multilabel``):
+Multi-label streams (a learner whose ``task`` is ``"multilabel"``, e.g. ``kelm_multilabel``):
 
 * a label is a *label set*, a map of label name to bool, in a data message's ``"y"``
   and in a label answer; a name it leaves out is missing (not learned, not scored);
@@ -94,7 +94,9 @@ from typing import Any, NamedTuple
 import msgpack
 
 import edgelearn
-from edgelearn._validation import check_choice, check_number
+from edgelearn._validation import check_number
+from edgelearn.constraints import InstanceOf, Interval, OneOf, Options, check_params
+from edgelearn.learners.base import BinaryTargets
 from edgelearn.metrics import ClassificationMetrics, MultiLabelMetrics
 
 from .labels import Outcome, PendingEntry, PendingLabels
@@ -133,8 +135,8 @@ LABEL_POLICIES = ("request", "from_data", "all")
 
 PIPELINE_REJECTS: dict[str, str] = {
     "too_many_streams": "data for a new stream when max_streams streams exist",
-    "unusable_label": "a valid label the stream's learner cannot take (a str for a "
-    "binary learner, a class beyond n_classes, a multi-label map for a single-label "
+    "unusable_label": "a valid label the stream's learner cannot take (a third label "
+    "for a binary learner, a class beyond n_classes, a multi-label map for a single-label "
     "learner or a single label for a multi-label one, a label set beyond max_labels)",
     "learner_error": "the learner raised on a message (a bug; the message is dropped)",
 }
@@ -225,6 +227,7 @@ class _Stream:
         "binary",
         "multilabel",
         "metrics",
+        "sides",
         "prediction_topic",
         "label_request_topic",
         "data",
@@ -237,17 +240,24 @@ class _Stream:
         "last_label",
     )
 
-    def __init__(self, name: str, learner: Any, topics: Topics, binary: bool, n_labels: int):
+    def __init__(self, name: str, learner: Any, topics: Topics):
         self.name = name
         self.learner = learner
-        self.multilabel = _is_multilabel(learner)
-        self.binary = binary and not self.multilabel
+        task = learner.task  # the learner contract (edgelearn.learners.base)
+        self.multilabel = task == "multilabel"
+        self.binary = task == "binary"
         if self.multilabel:
             self.metrics: ClassificationMetrics | MultiLabelMetrics = MultiLabelMetrics()
-        elif binary:
+        elif self.binary:
+            # The stream's own two labels, whatever they are ("occupied"/"empty",
+            # 1/0, True/False): metrics count the positive one (True/1, else the
+            # first seen), the learner's rule.
             self.metrics = ClassificationMetrics(positive=True)
         else:
-            self.metrics = ClassificationMetrics(max_labels=n_labels)
+            self.metrics = ClassificationMetrics(max_labels=learner.targets.capacity + 1)
+        self.sides = BinaryTargets(name) if self.binary else None
+        if self.sides is not None:
+            self.sides.load(learner.targets.to_state())  # a restored learner's labels
         # Built once: Topics checks the id on every call, too slow per message.
         self.prediction_topic = topics.prediction(name)
         self.label_request_topic = topics.label_request(name)
@@ -285,25 +295,6 @@ class _Stream:
         }
 
 
-def _is_multilabel(learner: Any) -> bool:
-    return bool(getattr(learner, "multilabel", False))
-
-
-def _is_binary(learner: Any) -> bool:
-    return not _is_multilabel(learner) and getattr(learner, "n_classes", 2) == 2
-
-
-def _binary_truth(y: Any) -> bool | None:
-    # The labels binary learners accept (True/1/+1, False/0/-1) as the bool they
-    # predict, so that metrics compare like with like; None for anything else.
-    if y is True or y is False:
-        return y
-    if isinstance(y, int):
-        if y == 1:
-            return True
-        if y in (0, -1):
-            return False
-    return None
 
 
 class Pipeline:
@@ -339,6 +330,18 @@ class Pipeline:
         (:class:`~firmware_bridge.protocol.JsonFields`; default: accepted, no label).
     """
 
+    #: What the parameters the pipeline checks itself may be (edgelearn.constraints);
+    #: the learner's are its own, the label table's are PendingLabels'.
+    _parameter_constraints = {
+        "topics": OneOf(Options(None), InstanceOf(Topics, description="a Topics")),
+        "limits": InstanceOf(Limits, description="a Limits", example=Limits),
+        "max_streams": Interval(int, 1, None),
+        "label_policy": Options(*LABEL_POLICIES),
+        "prediction_qos": Options(0, 1, 2),
+        "label_request_qos": Options(0, 1, 2),
+        "json_fields": OneOf(Options(None), InstanceOf(JsonFields, description="a JsonFields")),
+    }
+
     def __init__(
         self,
         learner_kind: str,
@@ -358,31 +361,20 @@ class Pipeline:
         log_interval_s: float = 60.0,
         json_fields: JsonFields | None = None,
     ):
+        checked = check_params("Pipeline", {
+            "topics": topics, "limits": limits,
+            "max_streams": max_streams, "label_policy": label_policy,
+            "prediction_qos": prediction_qos, "label_request_qos": label_request_qos,
+            "json_fields": json_fields,
+        }, self._parameter_constraints)
         owner = "Pipeline"
         self.topics = Topics() if topics is None else topics
-        if not isinstance(self.topics, Topics):
-            raise TypeError(
-                f"The 'topics' parameter of {owner} must be a Topics. "
-                f"Got {type(topics).__name__}."
-            )
-        if not isinstance(limits, Limits):
-            raise TypeError(
-                f"The 'limits' parameter of {owner} must be a Limits. "
-                f"Got {type(limits).__name__}."
-            )
         self.limits = limits
         self.json_fields = DEFAULT_JSON_FIELDS if json_fields is None else json_fields
-        if not isinstance(self.json_fields, JsonFields):
-            raise TypeError(
-                f"The 'json_fields' parameter of {owner} must be a JsonFields. "
-                f"Got {type(json_fields).__name__}."
-            )
-        self.max_streams = check_number("max_streams", max_streams, owner, 1, None, integer=True)
-        self.label_policy = check_choice("label_policy", label_policy, owner, LABEL_POLICIES)
-        self.prediction_qos = check_choice("prediction_qos", prediction_qos, owner, (0, 1, 2))
-        self.label_request_qos = check_choice(
-            "label_request_qos", label_request_qos, owner, (0, 1, 2)
-        )
+        self.max_streams = checked["max_streams"]
+        self.label_policy = checked["label_policy"]
+        self.prediction_qos = checked["prediction_qos"]
+        self.label_request_qos = checked["label_request_qos"]
         self.learner_kind = learner_kind
         self.learner_params = dict(learner_params or {})
         # One learner built now: a bad kind or parameter fails here, and it gives the
@@ -391,12 +383,8 @@ class Pipeline:
         self._learner_class = type(prototype)
         self._learner_params_norm = prototype.get_params()
         self._learner_bytes = prototype.memory_bytes()
-        self._binary = _is_binary(prototype)
-        # Metric rows a stream keeps: multi-label metrics keep none per label.
-        if _is_multilabel(prototype):
-            self._n_labels = 1
-        else:
-            self._n_labels = 2 if self._binary else int(prototype.n_classes) + 1
+        # Metric rows a stream keeps: multi-label and binary metrics keep none per label.
+        self._n_labels = 1 if prototype.task == "multilabel" else prototype.targets.capacity + 1
         name_room = prototype.channels.max_name_length
         if limits.max_channel_name_bytes > name_room:
             # ChannelSpace counts characters, the protocol bytes: bytes <= room is enough.
@@ -522,7 +510,7 @@ class Pipeline:
             )
             return None
         learner = edgelearn.make_learner(self.learner_kind, self.learner_params)
-        stream = _Stream(name, learner, self.topics, self._binary, self._n_labels)
+        stream = _Stream(name, learner, self.topics)
         self._add(stream)
         return stream
 
@@ -602,7 +590,7 @@ class Pipeline:
                     stream.label_request_topic,
                     encode_label_request(
                         req, seq, ts, label, decision.score, self.labels.ttl_seconds,
-                        learner.labels if stream.multilabel else None,
+                        learner.targets.labels if stream.multilabel else None,
                     ),
                     self.label_request_qos,
                     False,
@@ -621,7 +609,14 @@ class Pipeline:
             self._unusable(stream, y, problem)
             return False
         if stream.binary:
-            stream.metrics.update(_binary_truth(y), predicted)
+            truth = stream.sides.sign(y) > 0
+            # A prediction that is neither of the stream's labels (a learner that
+            # knows none yet predicts False) is wrong either way.
+            if predicted in stream.sides.labels:
+                guess = stream.sides.sign(predicted) > 0
+            else:
+                guess = not truth
+            stream.metrics.update(truth, guess)
             return True
         try:
             stream.metrics.update(y, predicted)
@@ -807,7 +802,7 @@ class Pipeline:
             learner = edgelearn.from_state(state["learner"])
         except (KeyError, TypeError, ValueError) as exc:
             raise StateMismatch(f"cannot restore stream {stream!r}: {exc}") from None
-        entry = _Stream(stream, learner, self.topics, self._binary, self._n_labels)
+        entry = _Stream(stream, learner, self.topics)
         for name, value in state.get("counters", {}).items():
             if name in _Stream._COUNTERS and isinstance(value, int):
                 setattr(entry, name, value)
@@ -819,11 +814,15 @@ class Pipeline:
 def _label_problem(stream: _Stream, y: Any) -> str | None:
     """Why ``stream``'s learner cannot take the (protocol-valid) label ``y``, or None."""
     if stream.multilabel:
-        return None if isinstance(y, dict) else "a multi-label learner takes a map of label name to bool"
-    if isinstance(y, dict):
+        if not isinstance(y, dict):
+            return "a multi-label learner takes a map of label name to bool"
+    elif isinstance(y, dict):
         return "multi-label maps need a multi-label learner"
-    if stream.binary and _binary_truth(y) is None:
-        return "a binary learner takes True/1/+1 or False/0/-1"
+    targets = stream.learner.targets
+    if not targets.accepts(y):
+        return f"the learner knows the labels {targets.labels!r} and can hold {targets.capacity}"
+    if stream.binary and not stream.sides.accepts(y):
+        return f"a binary stream whose labels were {stream.sides.labels!r}"
     return None
 
 

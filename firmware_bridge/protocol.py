@@ -65,13 +65,13 @@ import json
 import math
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Union
 
 import msgpack
 import numpy as np
 
-from edgelearn._validation import check_number
+from edgelearn.constraints import Interval, check_params
 
 __all__ = [
     "REJECT_REASONS",
@@ -371,9 +371,8 @@ class Limits:
     max_batch_readings: int = 64
 
     def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            low = 2 if name == "max_depth" else 1
-            check_number(name, getattr(self, name), "Limits", low, None, integer=True)
+        check_params("Limits", {f.name: getattr(self, f.name) for f in fields(self)},
+                     self._parameter_constraints)
         for name in ("max_channel_name_bytes", "max_label_bytes", "max_request_id_bytes"):
             if getattr(self, name) > self.max_string_bytes:
                 raise ValueError(
@@ -387,6 +386,21 @@ class Limits:
                 f"({self.max_container_len}). Got {self.max_channels}."
             )
 
+
+# What each limit may be (edgelearn.constraints); __post_init__ adds the cross-limit
+# rules. Set on the class after it is made, so it is no dataclass field.
+Limits._parameter_constraints = {
+    "max_payload_bytes": Interval(int, 1, None),
+    "max_channels": Interval(int, 1, None),
+    "max_channel_name_bytes": Interval(int, 1, None),
+    "max_string_bytes": Interval(int, 1, None),
+    "max_container_len": Interval(int, 1, None),
+    "max_depth": Interval(int, 2, None),
+    "max_stream_id_bytes": Interval(int, 1, None),
+    "max_label_bytes": Interval(int, 1, None),
+    "max_request_id_bytes": Interval(int, 1, None),
+    "max_batch_readings": Interval(int, 1, None),
+}
 
 DEFAULT_LIMITS = Limits()
 

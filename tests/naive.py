@@ -293,11 +293,11 @@ def learn_multiclass(slots, z, y, n_known, model, C, variant_i, learn_intercept=
     return model, True, out
 
 
-def sparsify(model, n_slots, lam, B, max_weights):
+def sparsify(model, n_slots, lam, B, max_weights, tie_key=None):
     """Scale to ``sum |W| h <= lam`` (all rows; lam <= 0: off), then keep the
     ``min(max(1, ceil(B n_active)), max_weights)`` active slots with the
-    largest ``max_c |W[c, i]| h[i]``, ties to the lower slot; the others
-    leave the model with weight 0."""
+    largest ``max_c |W[c, i]| h[i]``, ties to the smaller ``tie_key`` (default:
+    the lower slot); the others leave the model with weight 0."""
     model = _copy(model)
     W, active, h = model["W"], model["active"], model["h"]
     slots = [i for i in range(n_slots) if active[i]]
@@ -307,7 +307,8 @@ def sparsify(model, n_slots, lam, B, max_weights):
             W[:, slots] *= min(1.0, lam / total)
     keep = min(max(1, math.ceil(B * len(slots))), max_weights)
     score = np.array([np.max(np.abs(W[:, i])) * h[i] for i in slots])
-    order = np.argsort(-score, kind="stable")
+    keys = np.arange(float(n_slots)) if tie_key is None else np.asarray(tie_key)
+    order = np.lexsort(([keys[i] for i in slots], -score)) if slots else np.zeros(0, dtype=np.int64)
     for j in order[keep:]:
         W[:, slots[j]] = 0.0
         active[slots[j]] = False

@@ -1,13 +1,15 @@
 """One suite of checks applied to every learner (in the spirit of river.checks).
 
-Add a learner to ``LEARNERS`` and it is held to all of them: exact state round
-trip, bad parameters rejected by name, input not mutated, channels that come
-and go, and a memory budget that does not move over a long stream.
+Add a learner to ``LEARNERS`` and it is held to all of them: the public
+``edgelearn.check_learner`` suite (bad parameters drawn from the declared
+constraints, the user's labels in and out, probabilities, key order, clone,
+pickle, state) and, here, an exact byte-level state round trip, input not
+mutated, channels that come and go, and a memory budget that does not move over
+a long stream.
 """
 
 import copy
 import gc
-import inspect
 import random
 import tracemalloc
 
@@ -16,6 +18,7 @@ import pytest
 
 import edgelearn
 from edgelearn import state as checkpoint
+from edgelearn.checks import yield_checks
 
 # (id, factory, label maker) -- the label maker turns a score into a label the
 # learner accepts.
@@ -111,70 +114,44 @@ def test_state_round_trip_is_exact(name, factory, make_label):
     assert drive(restored, data[1000:]) == drive(model, data[1000:])
 
 
-@pytest.mark.parametrize("name,factory,make_label", LEARNERS, ids=IDS)
-def test_clone_is_untrained_with_same_params(name, factory, make_label):
-    model = factory()
-    drive(model, stream(200, 2, make_label))
-    fresh = model.clone()
-    assert fresh.get_params() == model.get_params()
-    assert fresh.channels.n_assigned == 0
-    assert fresh.memory_bytes() == model.memory_bytes()
+CHECKS = [(name, factory, check) for name, factory, _ in LEARNERS for check in yield_checks(factory())]
 
 
-BAD_PARAMS = {
-    "PA": [("C", -1, ValueError), ("C", "1", TypeError), ("mode", 3, ValueError), ("standardize", 1, TypeError), ("capacity", 0, ValueError)],
-    "PAACDS": [
-        ("C", -1, ValueError), ("B", 0, ValueError), ("B", 1.5, ValueError), ("lam", 0, ValueError),
-        ("delta", 0.5, ValueError), ("variant", "PAACDS-II", ValueError), ("target_query_rate", 0, ValueError),
-        ("capacity", 2.5, TypeError), ("max_weights", 0, ValueError), ("n_classes", 1, ValueError),
-        ("seed", -1, ValueError), ("h_halflife", 0, ValueError), ("budget_gain", True, TypeError),
-        ("learn_intercept", 1, TypeError),
-    ],
-    "PAFE": [
-        ("C", 0, ValueError), ("variant", "FESL-c", ValueError), ("ridge", 0.0, ValueError),
-        ("overlap_min", 0, ValueError), ("vanish_after", 1.5, TypeError), ("absorb_after", 0, ValueError),
-        ("max_old", 0, ValueError), ("max_new", True, TypeError), ("horizon", 1, ValueError),
-        ("capacity", 0, ValueError), ("standardize", "yes", TypeError), ("seed", -1, ValueError),
-        ("learn_intercept", 0, TypeError),
-    ],
-    "SynthesisNB": [
-        ("num", -1, ValueError), ("num", 2.0, TypeError), ("half_life", 0, ValueError),
-        ("var_floor", 0.0, ValueError), ("n_classes", 1, ValueError), ("capacity", 0, ValueError),
-        ("standardize", 1, TypeError), ("seed", -1, ValueError),
-    ],
-    "OnlineEnsemble": [
-        ("base", "svm", ValueError), ("chunk_size", 0, ValueError), ("n_members", 2.0, TypeError),
-        ("beta", 1.0, ValueError), ("alpha", -1.0, ValueError), ("reservoir_size", -1, ValueError),
-        ("C", 0.0, ValueError), ("gamma", float("inf"), ValueError), ("var_floor", 0, ValueError),
-        ("n_classes", 1, ValueError), ("capacity", True, TypeError), ("seed", -1, ValueError),
-    ],
-    "MultiLabelKELM": [
-        ("window", 0, ValueError), ("block_size", 300, ValueError), ("max_unlabelled", 5, ValueError),
-        ("gamma", 0, ValueError), ("J0", -1.0, ValueError), ("lam", -0.1, ValueError), ("gam", "0.1", TypeError),
-        ("n_neighbors", 0, ValueError), ("max_labels", 1.5, TypeError), ("refactor_every", 0, ValueError),
-        ("target_query_rate", 1.5, ValueError), ("budget_gain", 0, ValueError), ("capacity", True, TypeError),
-    ],
-}
+@pytest.mark.parametrize("name,factory,check", CHECKS,
+                         ids=[f"{name}-{check.__name__}" for name, _, check in CHECKS])
+def test_check_learner(name, factory, check):
+    """edgelearn.check_learner's suite (bad parameters drawn from each
+    learner's declared constraints, labels in the user's own form, probabilities,
+    key order, clone/deepcopy/pickle, state round trip, fixed budget)."""
+    check(factory())
 
 
-@pytest.mark.parametrize(
-    "cls,param,value,error",
-    [(cls, p, v, e) for cls, cases in BAD_PARAMS.items() for p, v, e in cases],
-)
-def test_bad_parameters_are_rejected_by_name(cls, param, value, error):
-    with pytest.raises(error) as info:
-        getattr(edgelearn, cls)(**{param: value})
-    message = str(info.value)
-    assert message.startswith(f"The '{param}' parameter of {cls} must be ")
-    assert message.endswith(f"Got {value!r}.")
+class Forgetful(edgelearn.PA):
+    """A PA that answers True/False whatever labels it learned."""
+
+    def _label_of(self, code):
+        return bool(code)
 
 
-def test_every_parameter_has_a_bad_value_case():
-    for cls, cases in BAD_PARAMS.items():
-        params = set(inspect.signature(getattr(edgelearn, cls)).parameters)
-        tested = {p for p, _, _ in cases}
-        # learn_intercept/evict_after share checks already exercised elsewhere
-        assert params - tested <= {"learn_intercept", "evict_after"}, params - tested
+class Unchecked(edgelearn.PA):
+    """A PA that declares its constraints but does not check them."""
+
+    def _set_params(self, given):
+        for name in self._param_names():
+            setattr(self, name, given[name])
+
+
+def test_check_learner_catches_a_learner_that_breaks_the_contract():
+    with pytest.raises(AssertionError, match="check_labels_round_trip"):
+        edgelearn.check_learner(Forgetful())
+    with pytest.raises(AssertionError, match="check_every_parameter_is_constrained"):
+        edgelearn.check_learner(Unchecked())
+
+
+def test_check_learner_is_public_and_runs_the_whole_suite():
+    edgelearn.check_learner(edgelearn.PA())
+    with pytest.raises(TypeError, match="takes an edgelearn Learner"):
+        edgelearn.check_learner(object())
 
 
 @pytest.mark.parametrize("name,factory,make_label", LEARNERS, ids=IDS)

@@ -122,3 +122,40 @@ def test_replay_of_a_multilabel_log(tmp_path, capsys):
     assert "accuracy" not in stream and stream["hamming_loss"] < 0.3 and stream["micro_f1"] > 0.6
     status, out, _ = run(capsys, "replay", str(path), "--quiet", "--learner", "kelm_multilabel")
     assert status == 0 and "Hamming loss" in out and "micro-F1" in out
+
+
+@pytest.mark.parametrize("learner", ["paacds", "pa", "synthesis_nb"])
+def test_csv_replay_with_word_labels(tmp_path, capsys, learner):
+    """A label column of "occupied"/"empty" replays (jitted or prequential) and
+    scores as the 1/0 column it stands for (up to the few instances before the
+    first label, where the learner predicts False: equal to 0 in Python, equal to
+    neither word)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 2))
+    y = X[:, 0] - X[:, 1] > 0
+    scores = {}
+    for name, words in (("words", ("empty", "occupied")), ("bits", ("0", "1"))):
+        path = tmp_path / f"{name}.csv"
+        path.write_text("a,b,room\n" + "".join(f"{X[i, 0]},{X[i, 1]},{words[int(y[i])]}\n" for i in range(400)))
+        status, out, _ = run(capsys, "replay", str(path), "--json", "--quiet", "--learner", learner)
+        assert status == 0
+        scores[name] = json.loads(out)["streams"][name]
+    for key in ("accuracy", "f1", "query_rate"):
+        assert abs(scores["words"][key] - scores["bits"][key]) <= 0.02, key
+    assert scores["words"]["accuracy"] > 0.85 and scores["words"]["labels_used"] > 0
+
+
+def test_log_replay_with_word_labels(tmp_path, capsys):
+    path = tmp_path / "log.msgpack"
+    rng = np.random.default_rng(2)
+    records = []
+    for i in range(300):
+        a = float(rng.normal())
+        records.append(("sensors/room/data", float(i),
+                        encode_data(float(i), i, {"a": a, "b": float(rng.normal())},
+                                    y="occupied" if a > 0 else "empty")))
+    write_log(path, records)
+    status, out, _ = run(capsys, "replay", str(path), "--json", "--quiet", "--learner", "pa")
+    stream = json.loads(out)["streams"]["room"]
+    assert status == 0 and stream["messages"] == 300 and stream["labels_used"] == 300
+    assert stream["accuracy"] > 0.9 and stream.get("unusable_labels", 0) == 0

@@ -360,8 +360,11 @@ def test_end_to_end_one_prediction_each_and_answered_labels_raise_accuracy(
     }
     answered = eval(oracle_out.strip().splitlines()[-1].replace("true", "True"))["answered"]
     assert answered > 0.1 * n, oracle_out + oracle_err
-    # Offline, with every label at once, PAACDS reaches 0.95 here and 0.33 without any.
-    assert accuracy["a0"] > 0.7 and accuracy["a0"] > accuracy["b0"] + 0.3, accuracy
+    # Offline, with every label at once, PAACDS reaches 0.95 here. b0 never learns a
+    # label, so it predicts False throughout (the rule for a learner that knows no
+    # label, edgelearn/learners/base.py): the share of empty rooms, 0.67 here.
+    assert accuracy["b0"] == sum(not truth[seq] for seq in range(n)) / n, accuracy
+    assert accuracy["a0"] > 0.7 and accuracy["a0"] > accuracy["b0"] + 0.1, accuracy
     status = wait_until(
         lambda: (s := gateway.current_status(observer))["counters"]["data"] == 2 * n and s,
         10, "the status to count every message")

@@ -702,7 +702,7 @@ def test_sparsify_and_forget_leave_the_bias_alone():
         model = random_model(rng, 8, rows, p_active=1.0, bias=True)
         before = model["b"].copy()
         idx_buf, score_buf = K.allocate_scratch(8)
-        K.sparsify(model["W"], model["active"], model["h"], 8, 0.1, 0.25, 8, idx_buf, score_buf)
+        K.sparsify(model["W"], model["active"], model["h"], np.arange(8.0), 8, 0.1, 0.25, 8, idx_buf, score_buf)
         K.forget_slot(3, model["W"], model["active"], model["h"], model["h_n"], model["h_mean"], model["h_var"])
         assert model["b"].tolist() == before.tolist()
 
@@ -710,12 +710,13 @@ def test_sparsify_and_forget_leave_the_bias_alone():
 # -- PAACDS: sparsity -------------------------------------------------------------------
 
 
-def _sparsify_case(model, n_slots, lam, B, max_weights):
+def _sparsify_case(model, n_slots, lam, B, max_weights, tie_key=None):
     capacity = model["W"].shape[1]
+    tie_key = np.arange(float(capacity)) if tie_key is None else tie_key
     idx_buf, score_buf = K.allocate_scratch(capacity)
     got = copy_state(model)
-    K.sparsify(got["W"], got["active"], got["h"], n_slots, lam, B, max_weights, idx_buf, score_buf)
-    expected = naive.sparsify(model, n_slots, lam, B, max_weights)
+    K.sparsify(got["W"], got["active"], got["h"], tie_key, n_slots, lam, B, max_weights, idx_buf, score_buf)
+    expected = naive.sparsify(model, n_slots, lam, B, max_weights, tie_key)
     assert_state(got, expected)
     return got
 
@@ -743,14 +744,17 @@ def test_sparsify_matches(rows):
     st.integers(1, 12),
     st.sampled_from([0.0, 0.7]),
 )
-def test_sparsify_ties_go_to_the_lower_slot(slots, B, max_weights, lam):
-    # Few distinct weights and informations: many exact ties in |w| h.
+def test_sparsify_ties_go_to_the_smaller_key(slots, B, max_weights, lam):
+    # Few distinct weights and informations: many exact ties in |w| h; the
+    # keys (hashes of channel names in the learner) in slot order and shuffled.
     active = np.array([a for a, _, _ in slots])
     model = new_model(len(slots), 1)
     model["active"] = active
     model["W"][0] = np.array([w for _, w, _ in slots]) * active
     model["h"] = np.array([h for _, _, h in slots])
     _sparsify_case(model, len(slots), lam, B, max_weights)
+    keys = np.random.default_rng(len(slots)).permutation(len(slots)).astype(np.float64) * 1e6
+    _sparsify_case(model, len(slots), lam, B, max_weights, tie_key=keys)
 
 
 def test_sparsify_edges():
@@ -958,7 +962,8 @@ def test_stream_of_kernels_equals_stream_of_references(case):
                 model_r, changed_r, _ = naive.learn_multiclass(slots, z_r, y_cls, n_known, model_r, C, variant_i, bias)
             assert bool(changed) == changed_r, f"step {t}"
             if changed:
-                K.sparsify(model_k["W"], model_k["active"], model_k["h"], n_slots, lam, B, max_weights, idx_buf, score_buf)
+                K.sparsify(model_k["W"], model_k["active"], model_k["h"], np.arange(float(capacity)), n_slots, lam, B,
+                           max_weights, idx_buf, score_buf)
                 model_r = naive.sparsify(model_r, n_slots, lam, B, max_weights)
 
         for name, got, expected in (("stats", stats_k, stats_r), ("model", model_k, model_r)):

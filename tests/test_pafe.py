@@ -442,6 +442,7 @@ def test_memory_budget_matches_its_formula():
     model = PAFE(max_old=5, max_new=7, capacity=40)
     side = 7
     expected = 8 * (25 + 49 + 3 * 35 + side * side + 4 * (5 + 7)) + 4 * 12 + 46 * 40 + 96
+    expected += 2 * 64  # its two labels
     assert model.memory_bytes() == expected + model.channels.memory_bytes()
 
 

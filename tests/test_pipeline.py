@@ -289,15 +289,18 @@ def test_from_data_does_not_learn_unasked_labels_and_request_learns_all_of_them(
 
 
 def test_unusable_labels_are_counted_rejects_never_crashes():
+    # A binary learner takes any two labels; a third one, or a map, is unusable.
     binary, _ = make("pa")
     binary.handle(*data("s1", 0, {"a": 1.0}, y="walking"), 0.0)
     binary.handle(*data("s1", 1, {"a": 1.0}, y={"walking": True}), 0.0)
     binary.handle(*data("s1", 2, {"a": 1.0}, y=7), 0.0)
     (request,) = requests_in(binary.handle(*data("s1", 3, {"a": 1.0}), 0.0))
-    binary.handle(*label("s1", request["req"], "walking"), 0.0)
+    binary.handle(*label("s1", request["req"], "running"), 0.0)
+    binary.handle(*data("s1", 4, {"a": 1.0}, y=8), 0.0)
     counts = binary.counters()
-    assert counts["unusable_label"] == 4 and counts["learned"] == 0
-    assert counts["predictions"] == 4 and binary.metrics("s1").n == 0
+    assert counts["unusable_label"] == 3 and counts["learned"] == 2
+    assert counts["predictions"] == 5 and binary.metrics("s1").n == 2
+    assert binary.learner("s1").classes == [7, "walking"]
 
     multi, _ = make(params={"capacity": 8, "n_classes": 3})
     for seq, y in enumerate(["a", "b", "c", "d", "e", "a", {"x": True}]):
@@ -525,3 +528,43 @@ def test_an_ensemble_stream_asks_for_every_label_and_learns_the_answers():
     assert counts["learned"] == 600 and counts["label_answered"] == 600 and counts["rejected"] == 0
     assert pipeline.learner("room").members == 3
     assert sum(hits[-200:]) / 200 > 0.8
+
+
+@pytest.mark.parametrize("kind", ["pa", "paacds", "synthesis_nb", "ensemble"])
+def test_word_labels_end_to_end(kind):
+    """Labels "occupied"/"empty" in data and in label answers; predictions and
+    label requests on the wire in those labels."""
+    pipeline, _ = make(kind, {"capacity": 8})
+    rng = random.Random(3)
+    on_wire = []
+    for seq in range(400):
+        a = rng.gauss(0, 1)
+        word = "occupied" if a > 0 else "empty"
+        out = pipeline.handle(*data("room", seq, {"a": a, "b": rng.gauss(0, 1)}), 0.0)
+        on_wire.append(unpack(out[0])["y"])
+        for request in requests_in(out):
+            assert request["y_hat"] == on_wire[-1]
+            pipeline.handle(*label("room", request["req"], word), 0.0)
+    counts = pipeline.counters()
+    assert counts["unusable_label"] == 0 and counts["learned"] > 0
+    assert set(on_wire[-200:]) == {"occupied", "empty"}
+    assert pipeline.learner("room").classes == ["empty", "occupied"]
+
+
+def test_declared_constraints_of_the_channel_space_limits_and_pipeline():
+    """Every invalid value a declared constraint names is refused by name, in the
+    one message format (the learners' are checked by edgelearn.check_learner)."""
+    from edgelearn import ChannelSpace
+    from edgelearn.constraints import format_value
+    from firmware_bridge.protocol import Limits
+
+    owners = [("ChannelSpace", ChannelSpace, {}), ("Limits", Limits, {}),
+              ("Pipeline", Pipeline, {"learner_kind": "pa"})]
+    for owner, build, required in owners:
+        for name, constraint in build._parameter_constraints.items():
+            for bad in constraint.invalid_values():
+                with pytest.raises((TypeError, ValueError)) as info:
+                    build(**required, **{name: bad})
+                message = str(info.value)
+                assert message.startswith(f"The '{name}' parameter of {owner} must be "), message
+                assert message.endswith(f"Got {format_value(bad)}."), message

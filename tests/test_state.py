@@ -409,3 +409,30 @@ def test_file_round_trip_is_bit_identical(ckpt):
     s = sample_state()
     save_checkpoint(ckpt, s)
     assert_same(s, load_checkpoint(ckpt)[0])
+
+
+def test_version_1_learner_states_still_load():
+    """Version 2 added the binary labels (learned["targets"]); a version-1 state
+    (binary labels True/False, multiclass "classes", multi-label "labels") loads."""
+    import edgelearn
+
+    cases = [(edgelearn.PA(), lambda a: a > 0, None),
+             (edgelearn.PAACDS(n_classes=3, seed=1), lambda a: "hi" if a > 0.5 else ("lo" if a < -0.5 else "mid"), "classes"),
+             (edgelearn.MultiLabelKELM(window=16, block_size=4), lambda a: {"pos": a > 0}, "labels")]
+    rng = np.random.default_rng(0)
+    for model, make_label, old_key in cases:
+        for _ in range(100):
+            a = float(rng.normal())
+            model.learn_one({"a": a, "b": float(rng.normal())}, make_label(a))
+        state = model.to_state()
+        assert state["version"] == 2
+        old = {**state, "version": 1, "learned": dict(state["learned"])}
+        labels = old["learned"].pop("targets")
+        if old_key:
+            old["learned"][old_key] = labels
+        restored = edgelearn.from_state(old)
+        assert restored.classes == model.classes
+        x = {"a": 0.7, "b": -0.2}
+        assert restored.predict_one(x) == model.predict_one(x)
+    with pytest.raises(ValueError, match="version 3 is not supported"):
+        edgelearn.from_state({**edgelearn.PA().to_state(), "version": 3})

@@ -178,7 +178,7 @@ def test_memory_budget_matches_its_formula():
         model = SynthesisNB(n_classes=n_classes, capacity=capacity)
         rows = n_classes
         expected = 16 * rows * (3 * capacity + 1) + 8 * (rows + capacity + 1)
-        expected += 0 if n_classes == 2 else 64 * n_classes
+        expected += 64 * n_classes  # its labels (two when binary)
         assert model.memory_bytes() == expected + model.channels.memory_bytes()
 
 

@@ -306,13 +306,16 @@ def learn_multiclass(slots, z, k, y, n_known, W, b, active, h, C, variant_i, lea
 
 
 @jit
-def sparsify(W, active, h, n_slots, lam, B, max_weights, idx_buf, score_buf):
+def sparsify(W, active, h, tie_key, n_slots, lam, B, max_weights, idx_buf, score_buf):
     """Scale the weights down to an information-weighted L1 budget ``lam``
     (``lam <= 0`` turns scaling off), then keep only the
     ``min(max(1, ceil(B n_active)), max_weights)`` active slots with the
     largest ``max_c |W[c, i]| h[i]``; the rest leave the model with w = 0.
-    Ties are broken toward the lower slot.  Only slots below ``n_slots`` (the
-    channel space's assigned slots) can be active: O(n_slots), no sort."""
+    Ties go to the smaller ``tie_key`` (the channel space's ``name_key``, a
+    hash of each slot's channel name), so which channel stays does not depend
+    on the order channels were first seen (slot order breaks only equal keys).
+    Only slots below ``n_slots`` (the channel space's assigned slots) can be
+    active: O(n_slots), no sort. ``score_buf`` holds ``4 * capacity``."""
     rows = W.shape[0]
     capacity = n_slots
     if lam > 0.0:
@@ -346,16 +349,25 @@ def sparsify(W, active, h, n_slots, lam, B, max_weights, idx_buf, score_buf):
         return
     threshold = kth_largest(score_buf, n_active, keep)
     # Slots strictly above the threshold stay; ties at the threshold fill the
-    # remaining places in slot order (idx_buf is in slot order).
+    # remaining places in order of their keys: the ties_left-th smallest key
+    # among the tied slots (by quickselect on their negated keys, past the
+    # scores' own quickselect scratch) bounds the keys that stay.
     above = 0
+    n_tied = 0
+    keys = score_buf[2 * idx_buf.shape[0]:]
     for j in range(n_active):
-        above += score_buf[j] > threshold
+        v = score_buf[j]
+        above += v > threshold
+        if v == threshold:
+            keys[n_tied] = -tie_key[idx_buf[j]]
+            n_tied += 1
     ties_left = keep - above
+    key_bound = -kth_largest(keys, n_tied, ties_left) if ties_left > 0 else -math.inf
     for j in range(n_active):
         i = idx_buf[j]
         v = score_buf[j]
         stay = v > threshold
-        if v == threshold and ties_left > 0:
+        if v == threshold and ties_left > 0 and tie_key[i] <= key_bound:
             ties_left -= 1
             stay = True
         active[i] = stay
@@ -420,5 +432,6 @@ def forget_slot(slot, W, active, h, h_n, h_mean, h_var):
 
 
 def allocate_scratch(capacity):
-    """Buffers :func:`sparsify` needs (indices; scores plus quickselect copy)."""
-    return np.zeros(capacity, dtype=np.int64), np.zeros(2 * capacity, dtype=np.float64)
+    """Buffers :func:`sparsify` needs (indices; scores and the tied slots' keys,
+    each with its quickselect copy)."""
+    return np.zeros(capacity, dtype=np.int64), np.zeros(4 * capacity, dtype=np.float64)

@@ -144,7 +144,7 @@ def paacds_loop(
     count, mean, var, last_seen, forget, eps, z_max, evict_after,
     W, b, active, h, h_n, h_mean, h_var, h_forget, k0, rng_state, delta,
     target, gain, C, variant_i, learn_intercept, lam, B, max_weights,
-    code_class, class_code, n_known, scores, idx_buf, score_buf,
+    code_class, class_code, n_known, scores, idx_buf, score_buf, col_key, tie_key,
     pred, margin_out, asked_out,
 ):
     """PAACDS over every row of X.  Binary if W has one row (y in {-1, +1});
@@ -181,6 +181,10 @@ def paacds_loop(
             assigned_before = counters[N_ASSIGNED]
             mapped_evictions = counters[N_EVICTED]
             dense = binary and assigned_before == n_columns_assigned(col_slot, slot_col, assigned_before)
+            # sparsify breaks ties by the channel names' keys (col_key per column)
+            for s in range(assigned_before):
+                if slot_col[s] >= 0:
+                    tie_key[s] = col_key[slot_col[s]]
         if dense:
             _observe_score_dense(
                 X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
@@ -220,7 +224,7 @@ def paacds_loop(
                     slots, vals, k, c, n_known, W, b, active, h, C, variant_i, learn_intercept, scores
                 )
             if changed_w:
-                pk.sparsify(W, active, h, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+                pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
     return delta, n_known
 
 

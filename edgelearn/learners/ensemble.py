@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_choice, check_number
+from ..constraints import Interval, OneOf, Options
 from ..kernels import ensemble as E
 from ..kernels import naive_bayes as NB
 from ..kernels.rng import new_state
-from .base import Learner, LabelIndex, binary_sign
+from .base import Learner
 
 #: A slot enters a naive Bayes likelihood once every class has seen it this often.
 _MIN_COUNT = 2
@@ -106,6 +106,24 @@ class OnlineEnsemble(Learner):
     0.92
     """
 
+    supports_binary = True
+    supports_multiclass = True
+    _parameter_constraints = {
+        "base": Options(*BASES),
+        "chunk_size": Interval(int, 1, None),
+        "n_members": Interval(int, 1, None),
+        "beta": Interval(float, 0, 1, closed="neither"),
+        "alpha": Interval(float, 0, None),
+        "reservoir_size": Interval(int, 0, None),
+        "C": Interval(float, 0, None, closed="neither"),
+        "gamma": OneOf(Options(None), Interval(float, 0, None, closed="neither")),
+        "var_floor": Interval(float, 0, None, closed="right"),
+        "n_classes": Interval(int, 2, None),
+        "capacity": Interval(int, 1, None),
+        "evict_after": Interval(int, 1, None),
+        "seed": Interval(int, 0, 2**64 - 1),
+    }
+
     def __init__(
         self,
         base: str = "kelm",
@@ -122,35 +140,7 @@ class OnlineEnsemble(Learner):
         evict_after: int = 1000,
         seed: int = 0,
     ):
-        owner = type(self).__name__
-        check_choice("base", base, owner, BASES)
-        check_number("chunk_size", chunk_size, owner, 1, None, integer=True)
-        check_number("n_members", n_members, owner, 1, None, integer=True)
-        check_number("beta", beta, owner, 0, 1, low_open=True, high_open=True)
-        check_number("alpha", alpha, owner, 0, None)
-        check_number("reservoir_size", reservoir_size, owner, 0, None, integer=True)
-        check_number("C", C, owner, 0, None, low_open=True, high_open=True)
-        if gamma is not None:
-            check_number("gamma", gamma, owner, 0, None, low_open=True, high_open=True)
-        check_number("var_floor", var_floor, owner, 0, None, low_open=True)
-        check_number("n_classes", n_classes, owner, 2, None, integer=True)
-        check_number("capacity", capacity, owner, 1, None, integer=True)
-        check_number("evict_after", evict_after, owner, 1, None, integer=True)
-        check_number("seed", seed, owner, 0, 2**64 - 1, integer=True)
-        self.base = base
-        self.chunk_size = chunk_size
-        self.n_members = n_members
-        self.beta = beta
-        self.alpha = alpha
-        self.reservoir_size = reservoir_size
-        self.C = C
-        self.gamma = gamma
-        self.var_floor = var_floor
-        self.n_classes = n_classes
-        self.capacity = capacity
-        self.evict_after = evict_after
-        self.seed = seed
-
+        self._set_params(locals())
         self._init_channels(capacity, evict_after)
         d, n, m, k, K = capacity, chunk_size, reservoir_size, n_members, n_classes
         self.weights = np.zeros(k)
@@ -194,7 +184,7 @@ class OnlineEnsemble(Learner):
         self._votes = np.zeros(K)
         self._member_labels = np.full(k, -1, dtype=np.int64)
         self._global_label = np.full(1, -1, dtype=np.int64)
-        self._labels = LabelIndex(owner, n_classes)
+        self._init_targets(n_classes)
 
     def _bank(self, models: int, rows: int) -> dict[str, np.ndarray]:
         d, K = self.capacity, self.n_classes
@@ -213,15 +203,6 @@ class OnlineEnsemble(Learner):
             "mean": np.zeros((models, K, d)),
             "var": np.zeros((models, K, d)),
         }
-
-    @property
-    def binary(self) -> bool:
-        return self.n_classes == 2
-
-    @property
-    def classes(self) -> list:
-        """Multiclass labels seen so far, in index order."""
-        return list(self._labels.labels)
 
     @property
     def members(self) -> int:
@@ -261,20 +242,25 @@ class OnlineEnsemble(Learner):
             return best, float(self._votes[1] - self._votes[0])
         return best, float(margin)
 
-    def _label(self, index: int):
-        if self.binary:
-            return index == 1
-        return self._labels.labels[index] if index >= 0 else None
-
     def _score(self, slots, z):
         index, score = self._vote(slots, z)
-        return self._label(index), score
+        return (index == 1 if self.binary else index), score
+
+    def _proba(self, margin: float):
+        """Each class's share of the weighted vote of the members and the
+        global model (or of the current chunk's labels before any model):
+        a vote share, not a calibrated probability; uniform if nobody votes."""
+        n = 2 if self.binary else len(self.targets.labels)
+        votes = np.maximum(self._votes[:n], 0.0)
+        total = float(votes.sum())
+        shares = votes / total if total > 0.0 else np.full(n, 1.0 / n)
+        return float(shares[1]) if self.binary else shares
 
     # -- learning ---------------------------------------------------------------
 
     def learn(self, slots, z, y) -> None:
         """Learn label ``y`` of the instance ``(slots, z)`` (from :meth:`decide_one`)."""
-        c = int(binary_sign(y, "OnlineEnsemble") > 0) if self.binary else self._labels.index(y)
+        c = int(self.targets.sign(y) > 0) if self.binary else self.targets.index(y)
         predicted, _ = self._vote(slots, z)
         members = int(self.progress[0])
         E.decay_weights(self._member_labels, c, self.weights, self.errors, members, self.beta)
@@ -344,6 +330,3 @@ class OnlineEnsemble(Learner):
                     NB.forget_slot(slot, bank["count"][model], bank["mean"][model], bank["var"][model])
 
     # -- state --------------------------------------------------------------------
-
-    def memory_bytes(self) -> int:
-        return super().memory_bytes() + (0 if self.binary else 64 * self.n_classes)

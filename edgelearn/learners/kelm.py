@@ -4,13 +4,11 @@ as docs/learners.md reads it."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-
 import numpy as np
 
-from .._validation import check_number
+from ..constraints import Interval, OneOf, Options, check
 from ..kernels import kelm as K
-from .base import Decision, LabelIndex, Learner, binary_sign, load_arrays
+from .base import Decision, Learner, MultiLabelTargets, load_arrays, logistic_proba
 
 _OWNER = "MultiLabelKELM"
 # Bounds of the query threshold under target_query_rate.
@@ -141,8 +139,24 @@ class MultiLabelKELM(Learner):
     Hamming loss 0.09, window 64
     """
 
-    #: The pipeline serves it with label sets (dicts of name to bool).
-    multilabel = True
+    supports_multilabel = True
+    asks_selectively = True
+    _parameter_constraints = {
+        "window": Interval(int, 1, None),
+        "block_size": Interval(int, 1, None),  # and at most window
+        "max_unlabelled": OneOf(Options(None), Interval(int, 1, None)),  # in [block_size, window]
+        "gamma": OneOf(Options(None), Interval(float, 0, None, closed="neither")),
+        "J0": Interval(float, 0, None, closed="neither"),
+        "lam": Interval(float, 0, None, closed="left"),
+        "gam": Interval(float, 0, None, closed="left"),
+        "n_neighbors": Interval(int, 1, None),
+        "max_labels": Interval(int, 1, None),
+        "refactor_every": Interval(int, 1, None),
+        "target_query_rate": OneOf(Options(None), Interval(float, 0, 1, closed="right")),
+        "budget_gain": Interval(float, 0, None, closed="neither"),
+        "capacity": Interval(int, 1, None),
+        "evict_after": Interval(int, 1, None),
+    }
 
     def __init__(
         self,
@@ -161,37 +175,11 @@ class MultiLabelKELM(Learner):
         capacity: int = 256,
         evict_after: int = 1000,
     ):
-        check_number("window", window, _OWNER, 1, None, integer=True)
-        check_number("block_size", block_size, _OWNER, 1, window, integer=True)
+        self._set_params(locals())
+        # Bounds that depend on other parameters.
+        check(_OWNER, "block_size", block_size, Interval(int, 1, window))
         if max_unlabelled is not None:
-            check_number("max_unlabelled", max_unlabelled, _OWNER, block_size, window, integer=True)
-        if gamma is not None:
-            check_number("gamma", gamma, _OWNER, 0, math.inf, low_open=True, high_open=True)
-        check_number("J0", J0, _OWNER, 0, math.inf, low_open=True, high_open=True)
-        check_number("lam", lam, _OWNER, 0, math.inf, high_open=True)
-        check_number("gam", gam, _OWNER, 0, math.inf, high_open=True)
-        check_number("n_neighbors", n_neighbors, _OWNER, 1, None, integer=True)
-        check_number("max_labels", max_labels, _OWNER, 1, None, integer=True)
-        check_number("refactor_every", refactor_every, _OWNER, 1, None, integer=True)
-        if target_query_rate is not None:
-            check_number("target_query_rate", target_query_rate, _OWNER, 0, 1, low_open=True)
-        check_number("budget_gain", budget_gain, _OWNER, 0, math.inf, low_open=True, high_open=True)
-        check_number("capacity", capacity, _OWNER, 1, None, integer=True)
-        check_number("evict_after", evict_after, _OWNER, 1, None, integer=True)
-        self.window = window
-        self.block_size = block_size
-        self.max_unlabelled = max_unlabelled
-        self.gamma = gamma
-        self.J0 = J0
-        self.lam = lam
-        self.gam = gam
-        self.n_neighbors = n_neighbors
-        self.max_labels = max_labels
-        self.refactor_every = refactor_every
-        self.target_query_rate = target_query_rate
-        self.budget_gain = budget_gain
-        self.capacity = capacity
-        self.evict_after = evict_after
+            check(_OWNER, "max_unlabelled", max_unlabelled, Interval(int, block_size, window))
 
         self._init_channels(capacity, evict_after)
         W, b, m, d = window, block_size, max_labels, capacity
@@ -230,7 +218,7 @@ class MultiLabelKELM(Learner):
         self._jidx = np.zeros(b, dtype=np.int64)
         self._n = 0
         self._n_pending = 0
-        self._labels = LabelIndex(_OWNER, max_labels)  # label names
+        self.targets = MultiLabelTargets(_OWNER, max_labels)  # label names
         self._gamma = gamma
         self._threshold = 1.0
         self._updates = 0
@@ -245,7 +233,7 @@ class MultiLabelKELM(Learner):
     @property
     def labels(self) -> list:
         """Label names seen so far, in index order."""
-        return list(self._labels.labels)
+        return list(self.targets.labels)
 
     @property
     def n_window(self) -> int:
@@ -279,16 +267,16 @@ class MultiLabelKELM(Learner):
         name in :attr:`labels` order (a copy)."""
         K.dense(slots, z, len(slots), self._u)
         self._margin_u()
-        return self._f[: len(self._labels.labels)].copy()
+        return self._f[: len(self.targets.labels)].copy()
 
     def scores_one(self, x: dict) -> dict:
         """The scores ``f_j(x)`` by label name, without learning anything."""
         slots, z = self.channels.transform(x, self._scale)
-        return dict(zip(self._labels.labels, self.scores(slots, z).tolist()))
+        return dict(zip(self.targets.labels, self.scores(slots, z).tolist()))
 
     def _margin_u(self) -> float:
         """Score the dense features in ``_u`` into ``_f``; return the margin."""
-        m = len(self._labels.labels)
+        m = len(self.targets.labels)
         if self._stale:
             self._refactor()
         if self._n == 0:
@@ -299,9 +287,16 @@ class MultiLabelKELM(Learner):
     def _score(self, slots, z):
         K.dense(slots, z, len(slots), self._u)
         margin = self._margin_u()
-        names = self._labels.labels
+        names = self.targets.labels
         label = {name: f > 0.0 for name, f in zip(names, self._f[: len(names)].tolist())}
         return label, margin
+
+    def _proba(self, margin: float) -> np.ndarray:
+        """P(True) of each label is the logistic of its score ``f_j`` (the
+        targets are +1/-1, so 0 is the boundary): monotone in the score, not
+        calibrated."""
+        m = len(self.targets.labels)
+        return np.array([logistic_proba(f) for f in self._f[:m].tolist()])
 
     # -- protocol hooks -------------------------------------------------------
 
@@ -310,9 +305,9 @@ class MultiLabelKELM(Learner):
         # predicted by a model that has learned every earlier block.
         self._flush_if_full()
         slots, z = self.channels.observe(x, self._scale)
-        label, score = self._score(slots, z)
+        code, score = self._score(slots, z)
         self._append_pending()  # _score left the dense features in _u
-        return Decision(label, score, self._ask(score), slots, z)
+        return Decision(self._label_of(code), score, self._ask(score), slots, z)
 
     def _observe(self, slots, z) -> None:
         self._flush_if_full()
@@ -348,30 +343,7 @@ class MultiLabelKELM(Learner):
 
     def _targets(self, y) -> bool:
         """Write y's targets into ``_t``; False if y names no label."""
-        if not isinstance(y, Mapping):
-            raise TypeError(
-                f"{_OWNER} learns label sets: a dict of label name to bool. Got {type(y).__name__} {y!r}."
-            )
-        known = {}
-        new = []
-        for name, value in y.items():
-            if value is None:
-                continue
-            if not isinstance(name, (str, int)) or isinstance(name, bool):
-                raise TypeError(f"{_OWNER} label names must be str or int. Got {type(name).__name__} {name!r}.")
-            known[name] = binary_sign(value, _OWNER)
-            if self._labels.find(name) < 0 and name not in new:
-                new.append(name)
-        # All or nothing: a label set naming too many new labels registers none.
-        if len(self._labels.labels) + len(new) > self.max_labels:
-            raise ValueError(
-                f"{_OWNER} was built with max_labels={self.max_labels} and knows {self._labels.labels!r}; "
-                f"label(s) {new!r} would be more."
-            )
-        self._t[:] = 0.0
-        for name, sign in known.items():
-            self._t[self._labels.index(name)] = sign
-        return bool(known)
+        return self.targets.read(y, self._t)
 
     # -- the window -----------------------------------------------------------
 
@@ -401,7 +373,7 @@ class MultiLabelKELM(Learner):
             )
             self._updated(ok)  # the block is predicted by the model without them
         n = self._n
-        m = len(self._labels.labels)
+        m = len(self.targets.labels)
         K.rbf_rows_window(self.Xp, nb, self.Xt, n, d, self._gamma, self._Kbw)
         K.block_scores(self._Kbw, nb, n, self.A, m, self._Fp)
         K.rbf_pairs(self.Xp, nb, d, self._gamma, self._Kbb)
@@ -442,7 +414,7 @@ class MultiLabelKELM(Learner):
             self._refactor()
         else:
             # Columns of labels not seen yet stay 0 in T and so in A.
-            K.alpha(self.Q, self._n, self.c, self.T, len(self._labels.labels), self.A)
+            K.alpha(self.Q, self._n, self.c, self.T, len(self.targets.labels), self.A)
 
     def _refactor(self) -> None:
         n = self._n
@@ -451,7 +423,7 @@ class MultiLabelKELM(Learner):
             self._lam, self._gam, self._Kbw, self._piv,
         ):
             raise FloatingPointError(f"{_OWNER}: Omega is singular (a zero pivot); this is a bug.")
-        K.alpha(self.Q, n, self.c, self.T, len(self._labels.labels), self.A)
+        K.alpha(self.Q, n, self.c, self.T, len(self.targets.labels), self.A)
         self._updates = 0
         self._stale = False
 
@@ -471,7 +443,7 @@ class MultiLabelKELM(Learner):
         state.update(
             n=self._n,
             n_pending=self._n_pending,
-            labels=list(self._labels.labels),
+            targets=self.targets.to_state(),
             gamma=self._gamma,
             threshold=self._threshold,
             updates=self._updates,
@@ -484,13 +456,9 @@ class MultiLabelKELM(Learner):
         load_arrays(self, learned, self._LEARNED)
         self._n = int(learned["n"])
         self._n_pending = int(learned["n_pending"])
-        self._labels.load(learned["labels"])
+        self._load_targets(learned)
         self._gamma = None if learned["gamma"] is None else float(learned["gamma"])
         self._threshold = float(learned["threshold"])
         self._updates = int(learned["updates"])
         self._next_block = int(learned["next_block"])
         self._stale = bool(learned["stale"])
-
-    def memory_bytes(self) -> int:
-        # The label name table holds at most max_labels names; 64 bytes each.
-        return super().memory_bytes() + 64 * self.max_labels

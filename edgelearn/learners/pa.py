@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_bool, check_choice, check_number
+from ..constraints import Boolean, Interval, Options
 from ..kernels import pa as K
-from .base import Learner, binary_sign
+from .base import Learner, logistic_proba
 
 
 class PA(Learner):
@@ -20,10 +20,12 @@ class PA(Learner):
     ``standardize=True`` it learns on the channel space's z values, which is
     what a sensor stream with channels in different units needs.
 
-    Labels are True/1/+1 or False/0/-1; predictions are True/False.  It wants
-    every label: ``decide_one`` always asks.
+    Labels are any two values (True/False, 1/0, +1/-1, "yes"/"no"...);
+    predictions are in those labels.  It wants every label: ``decide_one``
+    always asks.
 
-    Memory bound: ``8 * (capacity + 1)`` bytes plus its ChannelSpace.
+    Memory bound: ``8 * (capacity + 1) + 128`` bytes (weights, intercept, its
+    two labels at 64 bytes each) plus its ChannelSpace.
 
     Examples
     --------
@@ -41,6 +43,16 @@ class PA(Learner):
     0.975
     """
 
+    supports_binary = True
+    _parameter_constraints = {
+        "C": Interval(float, 0, None, closed="right"),
+        "mode": Options(0, 1, 2),
+        "learn_intercept": Boolean(),
+        "standardize": Boolean(),
+        "capacity": Interval(int, 1, None),
+        "evict_after": Interval(int, 1, None),
+    }
+
     def __init__(
         self,
         C: float = 1.0,
@@ -50,22 +62,10 @@ class PA(Learner):
         capacity: int = 256,
         evict_after: int = 1000,
     ):
-        owner = type(self).__name__
-        check_number("C", C, owner, 0, None, low_open=True)
-        check_choice("mode", mode, owner, (0, 1, 2))
-        check_bool("learn_intercept", learn_intercept, owner)
-        check_bool("standardize", standardize, owner)
-        check_number("capacity", capacity, owner, 1, None, integer=True)
-        check_number("evict_after", evict_after, owner, 1, None, integer=True)
-        self.C = C
-        self.mode = mode
-        self.learn_intercept = learn_intercept
-        self.standardize = standardize
-        self.capacity = capacity
-        self.evict_after = evict_after
-
+        self._set_params(locals())
         self._scale = bool(standardize)
         self._init_channels(capacity, evict_after)
+        self._init_targets(2)
         self.w = np.zeros(capacity, dtype=np.float64)
         self.intercept = np.zeros(1, dtype=np.float64)
 
@@ -78,8 +78,14 @@ class PA(Learner):
         q = float(K.margin(slots, z, len(slots), self.w, self.intercept))
         return q > 0.0, q
 
+    def _proba(self, margin: float) -> float:
+        """P(positive) is the logistic of the margin ``w . x + b``: monotone in
+        the margin (so ROC AUC is meaningful) but not calibrated; PA's margin is
+        a hinge-loss score, not a log-odds."""
+        return logistic_proba(margin)
+
     def learn(self, slots, z, y) -> None:
-        K.learn(slots, z, len(slots), binary_sign(y, "PA"), self.w, self.intercept, float(self.C), self.mode, self.learn_intercept)
+        K.learn(slots, z, len(slots), self.targets.sign(y), self.w, self.intercept, float(self.C), self.mode, self.learn_intercept)
 
     def _forget_slot(self, slot: int) -> None:
         K.forget_slot(slot, self.w)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_bool, check_choice, check_number
+from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import paacds as K
 from ..kernels.rng import new_state
-from .base import Decision, LabelIndex, Learner, binary_sign, load_arrays
+from .base import Decision, Learner, load_arrays, logistic_proba, softmax_proba
 
 _VARIANTS = ("PAACDS", "PAACDS-I")
 #: Weight of the prior "information 1" in a slot's information (docs/learners.md).
@@ -48,9 +48,9 @@ class PAACDS(Learner):
     max_weights
         At most this many channels in the model (``None``: ``capacity``).
     n_classes
-        2 for a binary learner (labels True/1/+1 and False/0/-1, predictions
-        True/False); more for a multiclass one (labels any hashable, at most
-        ``n_classes`` distinct, indexed in order of first appearance).
+        2 for a binary learner (any two labels, predictions in those labels);
+        more for a multiclass one (labels any hashable, at most ``n_classes``
+        distinct, indexed in order of first appearance).
     seed
         Seed of the learner's own generator for query decisions.
     h_halflife
@@ -85,10 +85,11 @@ class PAACDS(Learner):
     bounded step.  The bias is never sparsified, scaled by ``lam`` or
     forgotten with a slot.
 
-    Memory bound: ``8 * capacity * (rows + 7) + capacity + 16 * rows + 8``
+    Memory bound: ``8 * capacity * (rows + 9) + capacity + 16 * rows + 8``
     bytes for the model (``rows = 1`` if binary, else ``n_classes``: weights,
     biases and scores per row; information, its statistics and the
-    sparsity scratch per slot; the generator state) plus its ChannelSpace.
+    sparsity scratch per slot; the generator state), 64 bytes per label
+    (``n_classes``, two when binary), plus its ChannelSpace.
 
     Examples
     --------
@@ -110,6 +111,26 @@ class PAACDS(Learner):
     accuracy 0.89 with 20% of the labels
     """
 
+    supports_binary = True
+    supports_multiclass = True
+    asks_selectively = True
+    _parameter_constraints = {
+        "C": Interval(float, 0, None, closed="right"),
+        "B": Interval(float, 0, 1, closed="right"),
+        "lam": OneOf(Options(None), Interval(float, 0, None, closed="right")),
+        "delta": Interval(float, 1, None),
+        "variant": Options(*_VARIANTS),
+        "target_query_rate": OneOf(Options(None), Interval(float, 0, 1, closed="right")),
+        "capacity": Interval(int, 1, None),
+        "max_weights": OneOf(Options(None), Interval(int, 1, None)),
+        "n_classes": Interval(int, 2, None),
+        "seed": Interval(int, 0, 2**64 - 1),
+        "h_halflife": Interval(float, 0, None, closed="right"),
+        "evict_after": Interval(int, 1, None),
+        "budget_gain": Interval(float, 0, None, closed="right"),
+        "learn_intercept": Boolean(),
+    }
+
     def __init__(
         self,
         C: float = 1.0,
@@ -127,39 +148,7 @@ class PAACDS(Learner):
         budget_gain: float = 0.5,
         learn_intercept: bool = False,
     ):
-        owner = type(self).__name__
-        check_number("C", C, owner, 0, None, low_open=True)
-        check_number("B", B, owner, 0, 1, low_open=True)
-        if lam is not None:
-            check_number("lam", lam, owner, 0, None, low_open=True)
-        check_number("delta", delta, owner, 1, None)
-        check_choice("variant", variant, owner, _VARIANTS)
-        if target_query_rate is not None:
-            check_number("target_query_rate", target_query_rate, owner, 0, 1, low_open=True)
-        check_number("capacity", capacity, owner, 1, None, integer=True)
-        if max_weights is not None:
-            check_number("max_weights", max_weights, owner, 1, None, integer=True)
-        check_number("n_classes", n_classes, owner, 2, None, integer=True)
-        check_number("seed", seed, owner, 0, 2**64 - 1, integer=True)
-        check_number("h_halflife", h_halflife, owner, 0, None, low_open=True)
-        check_number("evict_after", evict_after, owner, 1, None, integer=True)
-        check_number("budget_gain", budget_gain, owner, 0, None, low_open=True)
-        check_bool("learn_intercept", learn_intercept, owner)
-        self.C = C
-        self.B = B
-        self.lam = lam
-        self.delta = delta
-        self.variant = variant
-        self.target_query_rate = target_query_rate
-        self.capacity = capacity
-        self.max_weights = max_weights
-        self.n_classes = n_classes
-        self.seed = seed
-        self.h_halflife = h_halflife
-        self.evict_after = evict_after
-        self.budget_gain = budget_gain
-        self.learn_intercept = learn_intercept
-
+        self._set_params(locals())
         self._init_channels(capacity, evict_after)
         rows = 1 if n_classes == 2 else n_classes
         self.W = np.zeros((rows, capacity), dtype=np.float64)
@@ -173,7 +162,7 @@ class PAACDS(Learner):
         self._scores = np.zeros(rows, dtype=np.float64)
         self._idx_buf, self._score_buf = K.allocate_scratch(capacity)
         self._current_delta = float(delta)
-        self._labels = LabelIndex("PAACDS", n_classes)  # multiclass labels
+        self._init_targets(n_classes)
         # Derived constants the kernels take as scalars.
         self._variant_i = variant == "PAACDS-I"
         self._h_forget = 1.0 - 2.0 ** (-1.0 / h_halflife)
@@ -181,18 +170,9 @@ class PAACDS(Learner):
         self._max_weights = capacity if max_weights is None else max_weights
 
     @property
-    def binary(self) -> bool:
-        return self.n_classes == 2
-
-    @property
     def current_delta(self) -> float:
         """``delta`` as the budget control has left it."""
         return self._current_delta
-
-    @property
-    def classes(self) -> list:
-        """Multiclass labels seen so far, in index order."""
-        return list(self._labels.labels)
 
     def weights(self) -> dict:
         """The model's weights by channel name (binary) or by channel name
@@ -204,7 +184,7 @@ class PAACDS(Learner):
             if self.binary:
                 out[name] = float(self.W[0, slot])
             else:
-                out[name] = {c: float(self.W[i, slot]) for i, c in enumerate(self._labels.labels)}
+                out[name] = {c: float(self.W[i, slot]) for i, c in enumerate(self.targets.labels)}
         return out
 
     # -- protocol hooks -------------------------------------------------------
@@ -218,15 +198,16 @@ class PAACDS(Learner):
         target = self.target_query_rate
         best, margin, asked, self._current_delta = K.decide(
             slots, z, len(slots), space.count, space.mean, space.var, space.last_seen, space.t,
-            space._forget, space.eps, space.z_max, self.W, self.b, self.active, self.h, self.h_n,
+            space.forget, space.eps, space.z_max, self.W, self.b, self.active, self.h, self.h_n,
             self.h_mean, self.h_var, self._h_forget, _K0, self._scores,
-            len(self._labels.labels), self._current_delta, self.rng_state, target is not None,
+            len(self.targets.labels), self._current_delta, self.rng_state, target is not None,
             0.0 if target is None else target, self.budget_gain,
         )
         space.advance()
-        if self.n_classes == 2:
-            return Decision(margin >= 0.0, margin, asked, slots, z)
-        return Decision(self._labels.labels[best] if best >= 0 else None, margin, asked, slots, z)
+        if self.binary:
+            return Decision(self._label_of(margin >= 0.0), margin, asked, slots, z)
+        return Decision(self._label_of(best if len(self.targets.labels) else -1), margin, asked,
+                        slots, z)
 
     def _score(self, slots, z):
         K.scores(slots, z, len(slots), self.W, self.b, self.active, self.h, self._scores)
@@ -236,12 +217,19 @@ class PAACDS(Learner):
         if self.binary:
             q = float(self._scores[0])
             return q >= 0.0, q
-        classes = self._labels.labels
-        n_known = len(classes)
+        n_known = len(self.targets.labels)
         best, runner = K.top_two(self._scores, n_known, self.W.shape[0])
         margin = 0.0 if runner < 0 else float(self._scores[best] - self._scores[runner])
-        label = classes[best] if n_known else None
-        return label, margin
+        return (best if n_known else -1), margin
+
+    def _proba(self, margin: float):
+        """Binary: P(positive) is the logistic of the margin ``q`` (monotone in
+        ``q``, not calibrated: ``q`` is a passive-aggressive score, and a margin of
+        exactly 0 predicts the positive label). Multiclass: the softmax of the known
+        classes' scores ``w_c . z + b_c`` (same caveat)."""
+        if self.binary:
+            return logistic_proba(margin)
+        return softmax_proba(self._scores, len(self.targets.labels))
 
     def _observe(self, slots, z):
         K.update_information(slots, z, len(slots), self.h, self.h_n, self.h_mean, self.h_var, self._h_forget, _K0)
@@ -260,18 +248,18 @@ class PAACDS(Learner):
         k = len(slots)
         if self.binary:
             changed = K.learn_binary(
-                slots, z, k, binary_sign(y, "PAACDS"), self.W, self.b, self.active, self.h,
+                slots, z, k, self.targets.sign(y), self.W, self.b, self.active, self.h,
                 self.C, self._variant_i, self.learn_intercept,
             )
         else:
-            index = self._labels.index(y)
+            index = self.targets.index(y)
             changed = K.learn_multiclass(
-                slots, z, k, index, len(self._labels.labels), self.W, self.b, self.active, self.h,
+                slots, z, k, index, len(self.targets.labels), self.W, self.b, self.active, self.h,
                 self.C, self._variant_i, self.learn_intercept, self._scores,
             )
         if changed:
             K.sparsify(
-                self.W, self.active, self.h, self.channels.n_assigned, self._lam, self.B,
+                self.W, self.active, self.h, self.channels.name_key, self.channels.n_assigned, self._lam, self.B,
                 self._max_weights, self._idx_buf, self._score_buf,
             )
 
@@ -285,15 +273,11 @@ class PAACDS(Learner):
     def _learned_state(self) -> dict:
         state = {name: getattr(self, name).copy() for name in self._LEARNED}
         state["delta"] = self._current_delta
-        state["classes"] = list(self._labels.labels)
+        state["targets"] = self.targets.to_state()
         return state
 
     def _load_learned(self, learned: dict) -> None:
         # States saved before the intercept existed have no "b": their bias is 0.
         load_arrays(self, learned, [n for n in self._LEARNED if n != "b" or "b" in learned])
         self._current_delta = float(learned["delta"])
-        self._labels.load(learned["classes"])
-
-    def memory_bytes(self) -> int:
-        # The class table holds at most n_classes labels; count 64 bytes each.
-        return super().memory_bytes() + (0 if self.binary else 64 * self.n_classes)
+        self._load_targets(learned)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_bool, check_choice, check_number
+from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import channels as CH
 from ..kernels import pa as PA
 from ..kernels import pafe as K
 from ..kernels.rng import new_state, next_double
-from .base import Decision, Learner, binary_sign
+from .base import Decision, Learner, logistic_proba
 
 _VARIANTS = ("PAFE-c", "PAFE-s", "RPA-u", "RPA-f", "NPA-d", "NPA-r")
 #: PA-I: the paper's step, ``tau = min(C, loss / ||x||^2)``.
@@ -141,7 +141,7 @@ class PAFE(Learner):
     max_new)`` bytes for the overlap's sums, the maps and their scratch, plus
     ``46 * capacity + 96`` bytes for the two models, the set masks and
     positions, the per-instance scratch, the ensemble weights, counters and
-    generator, plus its ChannelSpace.  The maps cover at most ``max_old``
+    generator, plus 128 bytes for its two labels and its ChannelSpace.  The maps cover at most ``max_old``
     old and ``max_new`` new channels, whatever the stream.
 
     Examples
@@ -165,6 +165,24 @@ class PAFE(Learner):
     ('evolved', 0.992)
     """
 
+    supports_binary = True
+    _parameter_constraints = {
+        "C": Interval(float, 0, None, closed="right"),
+        "variant": Options(*_VARIANTS),
+        "ridge": Interval(float, 0, None, closed="right"),
+        "overlap_min": Interval(int, 1, None),
+        "vanish_after": Interval(int, 1, None),
+        "absorb_after": Interval(int, 1, None),
+        "max_old": Interval(int, 1, None),
+        "max_new": Interval(int, 1, None),
+        "horizon": OneOf(Options(None), Interval(int, 2, None)),
+        "learn_intercept": Boolean(),
+        "capacity": Interval(int, 1, None),
+        "evict_after": Interval(int, 1, None),
+        "standardize": Boolean(),
+        "seed": Interval(int, 0, 2**64 - 1),
+    }
+
     def __init__(
         self,
         C: float = 1.0,
@@ -182,39 +200,10 @@ class PAFE(Learner):
         standardize: bool = True,
         seed: int = 0,
     ):
-        owner = type(self).__name__
-        check_number("C", C, owner, 0, None, low_open=True)
-        check_choice("variant", variant, owner, _VARIANTS)
-        check_number("ridge", ridge, owner, 0, None, low_open=True)
-        check_number("overlap_min", overlap_min, owner, 1, None, integer=True)
-        check_number("vanish_after", vanish_after, owner, 1, None, integer=True)
-        check_number("absorb_after", absorb_after, owner, 1, None, integer=True)
-        check_number("max_old", max_old, owner, 1, None, integer=True)
-        check_number("max_new", max_new, owner, 1, None, integer=True)
-        if horizon is not None:
-            check_number("horizon", horizon, owner, 2, None, integer=True)
-        check_bool("learn_intercept", learn_intercept, owner)
-        check_number("capacity", capacity, owner, 1, None, integer=True)
-        check_number("evict_after", evict_after, owner, 1, None, integer=True)
-        check_bool("standardize", standardize, owner)
-        check_number("seed", seed, owner, 0, 2**64 - 1, integer=True)
-        self.C = C
-        self.variant = variant
-        self.ridge = ridge
-        self.overlap_min = overlap_min
-        self.vanish_after = vanish_after
-        self.absorb_after = absorb_after
-        self.max_old = max_old
-        self.max_new = max_new
-        self.horizon = horizon
-        self.learn_intercept = learn_intercept
-        self.capacity = capacity
-        self.evict_after = evict_after
-        self.standardize = standardize
-        self.seed = seed
-
+        self._set_params(locals())
         self._scale = bool(standardize)
         self._init_channels(capacity, evict_after)
+        self._init_targets(2)
         self.w1 = np.zeros(capacity, dtype=np.float64)
         self.b1 = np.zeros(1, dtype=np.float64)
         self.w2 = np.zeros(capacity, dtype=np.float64)
@@ -292,7 +281,7 @@ class PAFE(Learner):
         self._raw[:k] = values  # the overlap's sums are raw (see kernels/pafe.py)
         CH.observe_standardize(
             slots, values, k, space.count, space.mean, space.var, space.last_seen, space.t,
-            space._forget, space.eps, space.z_max, self._scale,
+            space.forget, space.eps, space.z_max, self._scale,
         )
         space.advance()
         self._detect(slots, values)
@@ -307,7 +296,7 @@ class PAFE(Learner):
             margin = f1 if next_double(self.rng_state) < self.a[0] else f2
         else:
             margin = self._combine(f1, f2)
-        return Decision(margin > 0.0, margin, True, slots, z)
+        return Decision(self._label_of(margin > 0.0), margin, True, slots, z)
 
     def learn_one(self, x: dict, y) -> None:
         slots, z = self._observe_instance(x)
@@ -317,6 +306,13 @@ class PAFE(Learner):
         f1, f2 = self._margins(slots, z)
         margin = self._combine(f1, f2)
         return margin > 0.0, margin
+
+    def _proba(self, margin: float) -> float:
+        """P(positive) is the logistic of the combined margin (monotone, not
+        calibrated: the members are passive-aggressive hinge-loss scores). PAFE-s
+        draws its member at random in ``decide_one``; probabilities use the
+        member with the larger weight, as ``predict_one`` does."""
+        return logistic_proba(margin)
 
     def _margins(self, slots, z):
         """``(f1, f2)`` in the second period (leaving the recovered old
@@ -343,7 +339,7 @@ class PAFE(Learner):
     def learn(self, slots, z, y) -> None:
         """Learn label ``y`` of the instance ``(slots, z)`` (from
         :meth:`decide_one`), with the models as they are now."""
-        y = binary_sign(y, "PAFE")
+        y = self.targets.sign(y)
         k = len(slots)
         c = self.counters
         C, bias = float(self.C), self.learn_intercept

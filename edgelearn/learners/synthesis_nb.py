@@ -8,11 +8,11 @@ import math
 
 import numpy as np
 
-from .._validation import check_bool, check_number
+from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import naive_bayes as NB
 from ..kernels import synthesis_nb as K
 from ..kernels.rng import new_state
-from .base import Learner, LabelIndex, binary_sign
+from .base import Learner, softmax_proba
 
 #: A slot enters the likelihood once every class has seen it this often.
 _MIN_COUNT = 2
@@ -68,8 +68,9 @@ class SynthesisNB(Learner):
     once every class seen so far has observed it twice (a variance needs
     two values), and then for every class alike; the variance is the
     population variance (as River's and scikit-learn's ``GaussianNB``); a
-    model with no class yet predicts True (binary) or None (multiclass), and
-    the step judges its mistake against that prediction; there is no
+    model with no class yet scores the positive class (binary) or none
+    (multiclass), and the step judges its mistake against that score (what it
+    *predicts* then is the rule of ``learners/base.py``: False or None); there is no
     synthesis before class y has a centroid.  The decision score is the log-odds ``log P(True | x) -
     log P(False | x)`` (binary) or the log-likelihood gap between the best
     and the runner-up class (multiclass); 0 while a class is missing.
@@ -79,7 +80,8 @@ class SynthesisNB(Learner):
     bytes (``rows = n_classes``: the naive Bayes and the centroids, each an
     instance count per class and a count, mean and variance per class and
     slot; the scores, the synthetic instance, the generator state), plus 64
-    bytes per class label when multiclass, plus its ChannelSpace.
+    bytes per class label (``n_classes`` of them, two when binary), plus its
+    ChannelSpace.
 
     Examples
     --------
@@ -97,8 +99,21 @@ class SynthesisNB(Learner):
     ...     correct += model.predict_one(x) == y
     ...     model.learn_one(x, y)
     >>> round(correct / 2000, 3)
-    0.849
+    0.85
     """
+
+    supports_binary = True
+    supports_multiclass = True
+    _parameter_constraints = {
+        "num": Interval(int, 0, None),
+        "half_life": OneOf(Options(None), Interval(float, 0, None, closed="right")),
+        "var_floor": Interval(float, 0, None, closed="right"),
+        "n_classes": Interval(int, 2, None),
+        "capacity": Interval(int, 1, None),
+        "evict_after": Interval(int, 1, None),
+        "standardize": Boolean(),
+        "seed": Interval(int, 0, 2**64 - 1),
+    }
 
     def __init__(
         self,
@@ -111,25 +126,7 @@ class SynthesisNB(Learner):
         standardize: bool = True,
         seed: int = 0,
     ):
-        owner = type(self).__name__
-        check_number("num", num, owner, 0, None, integer=True)
-        if half_life is not None:
-            check_number("half_life", half_life, owner, 0, None, low_open=True)
-        check_number("var_floor", var_floor, owner, 0, None, low_open=True)
-        check_number("n_classes", n_classes, owner, 2, None, integer=True)
-        check_number("capacity", capacity, owner, 1, None, integer=True)
-        check_number("evict_after", evict_after, owner, 1, None, integer=True)
-        check_bool("standardize", standardize, owner)
-        check_number("seed", seed, owner, 0, 2**64 - 1, integer=True)
-        self.num = num
-        self.half_life = half_life
-        self.var_floor = var_floor
-        self.n_classes = n_classes
-        self.capacity = capacity
-        self.evict_after = evict_after
-        self.standardize = standardize
-        self.seed = seed
-
+        self._set_params(locals())
         self._scale = bool(standardize)
         self._init_channels(capacity, evict_after)
         rows = n_classes
@@ -144,18 +141,9 @@ class SynthesisNB(Learner):
         self.rng_state = new_state(seed)
         self._scores = np.zeros(rows, dtype=np.float64)
         self._synthetic = np.zeros(capacity, dtype=np.float64)
-        self._labels = LabelIndex(owner, n_classes)
+        self._init_targets(n_classes)
         self._forget = 0.0 if half_life is None else 1.0 - 2.0 ** (-1.0 / half_life)
         self._var_floor = float(var_floor)
-
-    @property
-    def binary(self) -> bool:
-        return self.n_classes == 2
-
-    @property
-    def classes(self) -> list:
-        """Multiclass labels seen so far, in index order."""
-        return list(self._labels.labels)
 
     def _score(self, slots, z):
         NB.joint_log_likelihood(
@@ -167,16 +155,24 @@ class SynthesisNB(Learner):
         if self.binary:
             both = math.isfinite(scores[0]) and math.isfinite(scores[1])
             return best != 0, float(scores[1] - scores[0]) if both else 0.0
-        label = self._labels.labels[best] if best >= 0 else None
-        return label, float(scores[best] - scores[runner]) if runner >= 0 else 0.0
+        return best, float(scores[best] - scores[runner]) if runner >= 0 else 0.0
+
+    def _proba(self, margin: float):
+        """The naive Bayes posterior of the classes (the softmax of the joint
+        log-likelihoods, priors included): calibrated as far as the naive
+        independence and Gaussian assumptions hold, typically overconfident when
+        channels are correlated. A class with no instance yet has probability 0."""
+        if self.binary:
+            return float(softmax_proba(self._scores, 2)[1])
+        return softmax_proba(self._scores, len(self.targets.labels))
 
     def learn(self, slots, z, y) -> None:
         """Learn label ``y`` of the instance ``(slots, z)`` (from
         :meth:`decide_one`), with the model as it is now."""
         if self.binary:
-            c, default = int(binary_sign(y, "SynthesisNB") > 0), 1
+            c, default = int(self.targets.sign(y) > 0), 1
         else:
-            c, default = self._labels.index(y), -1
+            c, default = self.targets.index(y), -1
         K.learn(
             slots, z, len(slots), c, default, self.num, self._forget, self._var_floor, _MIN_COUNT,
             self.class_count, self.count, self.mean, self.var,
@@ -194,6 +190,3 @@ class SynthesisNB(Learner):
         "class_count", "count", "mean", "var",
         "centroid_class_count", "centroid_count", "centroid", "centroid_var", "rng_state",
     )
-
-    def memory_bytes(self) -> int:
-        return super().memory_bytes() + (0 if self.binary else 64 * self.n_classes)

@@ -1,0 +1,55 @@
+"""edgelearn's learners as River estimators (imported only when River is used).
+
+edgelearn's learners follow River's estimator protocol by duck typing (see
+:mod:`edgelearn.learners.base`): ``learn_one``, ``predict_one``,
+``predict_proba_one``, ``clone(new_params, include_attributes)``, ``_get_params``,
+``_tags``, ``_supervised``... But River also asks ``isinstance(model,
+river.base.Classifier)`` (its checks, its metrics' ``works_with``, its pipelines),
+and no duck typing answers that. This module answers it the least invasive way
+River's abstract base classes allow: it *registers* the learners as virtual
+subclasses (``Classifier.register``), so nothing of River is inherited, the
+learners' code paths do not change, and River is never imported by edgelearn
+unless River is being used.
+
+It runs by itself when ``edgelearn`` is imported after River, and a learner
+class defined after it ran registers itself (``Learner.__init_subclass__``). If
+you import edgelearn before River, import this module once:
+
+>>> import edgelearn.river  # doctest: +SKIP
+>>> from river import base
+>>> import edgelearn
+>>> isinstance(edgelearn.PA(), base.Classifier)
+True
+>>> isinstance(edgelearn.MultiLabelKELM(), base.MultiLabelClassifier)
+True
+
+Every learner passes ``river.checks.check_estimator`` at its defaults
+(``tests/test_river.py``).
+"""
+
+from __future__ import annotations
+
+from river import base
+
+from .learners.base import Learner
+
+__all__ = ["register"]
+
+
+def register(cls: type) -> type:
+    """Register one learner class with the River base classes its capabilities
+    name: every learner is a ``Classifier``; a multi-label one also a
+    ``MultiLabelClassifier``."""
+    base.Classifier.register(cls)
+    if cls.supports_multilabel:
+        base.MultiLabelClassifier.register(cls)
+    return cls
+
+
+def _register_all(cls: type) -> None:
+    register(cls)
+    for sub in cls.__subclasses__():
+        _register_all(sub)
+
+
+_register_all(Learner)
