@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-RESULTS := paacds pafe synthesis kelm ensemble
+RESULTS := paacds pafe synthesis kelm ensemble label-budget
 BENCHES := replay kelm gateway
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
@@ -43,6 +43,9 @@ results: $(RESULTS:%=results-%)
 
 results-ensemble: setup
 	$(PY) tools/results_ensemble.py --jobs 2
+
+results-label-budget: setup
+	$(PY) tools/results_label_budget.py --jobs 2
 
 results-%: setup
 	$(PY) tools/results_$*.py

@@ -7,7 +7,7 @@ from .channels import ChannelSpace
 from .checks import check_learner
 from .evaluate import prequential, replay
 from .learners import (
-    KINDS, LEARNERS, PA, PAACDS, PAFE, Decision, Learner, MultiLabelKELM, OnlineEnsemble, SynthesisNB, from_state,
+    DEFAULT_KIND, ActiveAROW, KINDS, LEARNERS, PA, PAACDS, PAFE, Decision, Learner, MultiLabelKELM, OnlineEnsemble, SynthesisNB, from_state,
     make_learner,
 )
 
@@ -19,6 +19,7 @@ if "river" in sys.modules:
     from . import river as _river  # noqa: F401
 
 __all__ = [
-    "ChannelSpace", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner", "MultiLabelKELM", "PA", "PAACDS", "PAFE",
+    "ActiveAROW", "ChannelSpace", "DEFAULT_KIND", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner",
+    "MultiLabelKELM", "PA", "PAACDS", "PAFE",
     "OnlineEnsemble", "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
 ]

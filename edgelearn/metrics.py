@@ -47,7 +47,7 @@ import numpy as np
 from edgelearn._validation import check_number, format_value
 
 __all__ = [
-    "MULTILABEL_METRICS", "ClassificationMetrics", "MultiLabelMetrics", "accuracy", "average_precision", "f1_binary",
+    "MULTILABEL_METRICS", "ClassificationMetrics", "MultiLabelMetrics", "accuracy", "average_precision", "balanced_accuracy", "f1_binary",
     "f1_macro", "hamming_loss", "macro_auc", "micro_f1", "multilabel_metrics", "one_error",
     "ranking_loss",
     "realtime_accuracies", "average_realtime_accuracy", "cumulative_accuracy", "recovery",
@@ -216,6 +216,19 @@ def f1_binary(y_true: Any, y_pred: Any, positive: Any = True) -> float:
     pp = p == positive
     return _f1(int(np.count_nonzero(pt & pp)), int(np.count_nonzero(pt)),
                int(np.count_nonzero(pp)))
+
+
+def balanced_accuracy(y_true: Any, y_pred: Any) -> float:
+    """Mean over the labels of ``y_true`` of each one's recall (scikit-learn's
+    ``balanced_accuracy_score``); a label only ``y_pred`` has adds nothing.
+
+    >>> balanced_accuracy([1, 1, 1, 0], [1, 1, 0, 0])
+    0.8333333333333333
+    """
+    t, p = _pair(y_true, y_pred, "balanced_accuracy")
+    recalls = [float(np.count_nonzero(p[t == label] == label)) / np.count_nonzero(t == label)
+               for label in dict.fromkeys(t.tolist())]
+    return float(np.mean(recalls))
 
 
 def f1_macro(y_true: Any, y_pred: Any) -> float:

@@ -92,18 +92,32 @@ def _resolve_learner(args) -> None:
             args.learner = config.learner_kind
             base = dict(config.learner_params)
     if args.learner is None:
-        args.learner = "paacds"
+        from edgelearn import DEFAULT_KIND
+
+        args.learner = DEFAULT_KIND
     args.set = list(base.items()) + list(args.set or [])
-    if (args.learner == "paacds" and args.label_budget is None
+    if (args.learner in _active_kinds(single_label=True) and args.label_budget is None
             and "target_query_rate" not in dict(args.set)):
         args.label_budget = 0.1
+
+
+def _active_kinds(single_label: bool = False) -> list[str]:
+    """The learner kinds that ask for labels at a rate (``target_query_rate``);
+    with ``single_label``, those of binary and multiclass streams only (the
+    ones ``replay`` gives a 10% budget by default)."""
+    from edgelearn import KINDS
+
+    return [kind for kind, cls in KINDS.items() if "target_query_rate" in cls._param_names()
+            and cls.asks_selectively and not (single_label and cls.supports_multilabel)]
 
 
 def _learner_params(args) -> dict:
     params = dict(args.set or [])
     if args.label_budget is not None:
-        if args.learner != "paacds":
-            raise CliError(f"--label-budget needs an active learner (paacds); {args.learner} asks for every label.")
+        active = _active_kinds()
+        if args.learner not in active:
+            raise CliError(f"--label-budget needs an active learner ({', '.join(active)}); "
+                           f"{args.learner} asks for every label.")
         params["target_query_rate"] = args.label_budget
     return params
 
@@ -119,7 +133,7 @@ def _replay_csv(path: Path, args, params: dict) -> dict:
     except (OSError, ValueError) as exc:
         raise CliError(str(exc)) from None
     model = edgelearn.make_learner(args.learner, params)
-    if args.learner in ("paacds", "pa"):
+    if isinstance(model, (edgelearn.PAACDS, edgelearn.PA)):  # the learners with a jitted loop
         result = replay(model, data.X, data.y, active=args.policy == "from_data", feature_names=data.feature_names)
     else:
         progress = Progress(len(data.y), "rows", not args.quiet)
@@ -618,7 +632,7 @@ def _add_gateway(subparsers) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from edgelearn import KINDS
+    from edgelearn import DEFAULT_KIND, KINDS
 
     parser = argparse.ArgumentParser(
         prog="edgelearn",
@@ -636,19 +650,23 @@ def build_parser() -> argparse.ArgumentParser:
             "message's recorded \"y\" plays the labeller: with --policy from_data (the "
             "default) the learner sees it only when it asks for it. With no SOURCE, the "
             "bundled demo: an office's occupancy sensors (temperature, humidity, light, CO2), "
-            "20,560 minutes with failing sensors, through PAACDS with a 10% label budget."
+            "20,560 minutes with failing sensors, through the default learner "
+            f"(edgelearn.DEFAULT_KIND, {DEFAULT_KIND!r}) with a 10% label budget."
         ),
     )
     replay.add_argument("sources", nargs="*", metavar="SOURCE",
                         help="msgpack log files or directories of them, or one .csv file (default: the bundled demo)")
     replay.add_argument("--learner", default=None, choices=sorted(KINDS),
-                        help="learner every stream gets (default: the --config file's, else paacds)")
+                        help="learner every stream gets (default: the --config file's, else "
+                             "edgelearn.DEFAULT_KIND, %r)" % DEFAULT_KIND)
     replay.add_argument("--config", default=None, metavar="FILE",
                         help="a gateway.toml: its [learner], topics, limits and stream cap, as the gateway would run")
     replay.add_argument("--set", action="append", type=_parse_setting, metavar="KEY=VALUE",
                         help="a learner parameter, e.g. --set C=0.5 --set variant=PAACDS-I (repeatable)")
     replay.add_argument("--label-budget", type=float, default=None, metavar="FRACTION",
-                        help="fraction of labels the learner may ask for (paacds; default 0.1)")
+                        help="fraction of labels the learner may ask for (active learners: %s; "
+                             "default 0.1 for %s)" % (", ".join(_active_kinds()),
+                                                      " and ".join(_active_kinds(single_label=True))))
     replay.add_argument("--policy", choices=("from_data", "all"), default="from_data",
                         help="from_data: learn a recorded label only when asked (default); all: learn every label")
     replay.add_argument("--label", default=None, metavar="COLUMN",

@@ -399,9 +399,14 @@ SCHEMA: dict[str, Section] = {
             "synthesis_nb" (naive Bayes that learns synthetic instances after each
             mistake; robust to label noise) or "ensemble" (AC_OE: chunk-trained members
             whose weights decay with their mistakes, for streams whose concept drifts).
-            The last four ask for every label. For streams whose labels are label sets
-            (maps of label name to bool): "kelm_multilabel" (semi-supervised multi-label
-            KELM; its parameters: edgelearn.MultiLabelKELM).""", "paacds"),
+            Those four ask for every label. "active_arow" (active learning beyond the
+            papers: confidence-weighted updates with a per-channel variance, so a new
+            sensor learns fast, and label requests where the model is least sure, at a
+            held rate; docs/results-label-budget.md measures it beside River). For streams
+            whose labels are label sets (maps of label name to bool): "kelm_multilabel"
+            (semi-supervised multi-label KELM; its parameters: edgelearn.MultiLabelKELM).
+            The default is edgelearn.DEFAULT_KIND: "active_arow" if it meets its aim on
+            docs/results-label-budget.md, else "paacds".""", edgelearn.DEFAULT_KIND),
     }),
 }
 
@@ -452,6 +457,7 @@ seed = 0                       # query decisions are reproducible per stream
 # n_classes = 2                # 2: binary (any two labels); more: multiclass
 # h_halflife = 500.0
 # budget_gain = 0.5
+# learn_intercept = true       # false: the paper's model, without an intercept
 #
 # For pafe (binary labels), with their defaults; capacity, evict_after and seed as above:
 # C = 1.0                      # PA-I aggressiveness of its models
@@ -466,6 +472,15 @@ seed = 0                       # query decisions are reproducible per stream
 # horizon = ...                # omitted: doubling trick (the length of a period is unknown)
 # learn_intercept = false
 # standardize = true
+#
+# For active_arow (binary or multiclass), with their defaults; capacity, evict_after,
+# seed and target_query_rate as above (its own default target_query_rate is 0.2):
+# r = 30.0                     # AROW regularization: larger, smaller and more cautious steps
+# query_power = 5.0            # sharpness of the query rule (1: Cesa-Bianchi et al.'s)
+# threshold = 1.0              # initial query threshold in standard deviations of the margin
+# budget_gain = 0.5            # speed of the target_query_rate control
+# learn_intercept = true
+# n_classes = 2                # 2: binary labels true/false; more: multiclass
 #
 # For synthesis_nb, with their defaults; capacity, evict_after and seed as above:
 # num = 5                      # synthetic instances learned after a mistake; 0: plain naive Bayes

@@ -833,3 +833,76 @@ def recovery(raccs, drift_chunks, n_ref, eps):
         else:
             out.append((found - d) * (1.0 - np.mean(np.asarray(raccs[d:found + 1], dtype=float))))
     return out
+
+
+# -- ActiveAROW (diagonal AROW, Crammer, Kulesza & Dredze 2009) ------------------
+#
+# A model is ``{"W", "S", "b", "Sb"}``: the mean and diagonal variance of the
+# belief over each row's weights, and of each row's intercept (Sb = 0: none).
+
+
+def arow_margin_variance(slots, z, model, row):
+    """``(m, v)``: the mean margin ``W . z + b`` and its variance
+    ``z' diag(S) z + Sb`` under the belief; unknown slots (-1) add nothing."""
+    known = [(s, v) for s, v in zip(slots, z) if s >= 0]
+    m = sum(model["W"][row, s] * v for s, v in known) + model["b"][row]
+    var = sum(model["S"][row, s] * v * v for s, v in known) + model["Sb"][row]
+    return m, var
+
+
+def arow_learn_row(slots, z, y, model, row, r):
+    """AROW's update with the full covariance restricted to its diagonal:
+    with x = (z, 1) and Sigma = diag(S, Sb), ``mu += alpha y Sigma x`` and
+    ``Sigma -= beta Sigma x x' Sigma`` keeping only the diagonal."""
+    model = _copy(model)
+    m, v = arow_margin_variance(slots, z, model, row)
+    if y * m >= 1.0:
+        return model, False
+    beta = 1.0 / (v + r)
+    alpha = (1.0 - y * m) * beta
+    for s, x in zip(slots, z):
+        sigma_x = model["S"][row, s] * x
+        model["W"][row, s] += alpha * y * sigma_x
+        model["S"][row, s] -= beta * sigma_x**2
+    if model["Sb"][row] > 0.0:
+        model["b"][row] += alpha * y * model["Sb"][row]
+        model["Sb"][row] -= beta * model["Sb"][row] ** 2
+    return model, True
+
+
+def arow_learn_multiclass(slots, z, c, n_known, model, r):
+    """One-vs-rest: class c's row learns +1, the other known rows -1."""
+    changed = False
+    for row in range(n_known):
+        model, moved = arow_learn_row(slots, z, 1.0 if row == c else -1.0, model, row, r)
+        changed = changed or moved
+    return model, changed
+
+
+def arow_confidence(m, v, n_known, binary):
+    """``(margin, |margin| / sd)`` of a decision: binary, row 0; multiclass,
+    the best known row against the runner-up (or alone), variances added."""
+    if binary:
+        margin, var = m[0], v[0]
+    elif n_known == 0:
+        return 0.0, 0.0
+    else:
+        order = sorted(range(n_known), key=lambda c: (-m[c], c))
+        if n_known == 1:
+            margin, var = m[order[0]], v[order[0]]
+        else:
+            margin, var = m[order[0]] - m[order[1]], v[order[0]] + v[order[1]]
+    if var <= 0.0:
+        return margin, (math.inf if margin != 0.0 else 0.0)
+    return margin, abs(margin) / math.sqrt(var)
+
+
+def arow_draw_query(u, threshold, power, rng):
+    """``(rng, ask)``: ask with probability 1 / (1 + (u / threshold)^power)."""
+    rng, draw = uniform(rng)
+    return rng, draw < 1.0 / (1.0 + (u / threshold) ** power)
+
+
+def arow_adapt_threshold(threshold, asked, target, gain):
+    threshold *= math.exp(gain * (target - float(asked)))
+    return min(max(threshold, 1e-6), 1e6)

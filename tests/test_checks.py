@@ -57,6 +57,13 @@ LEARNERS = [
         lambda: edgelearn.OnlineEnsemble(base="pa", chunk_size=10, n_members=4, reservoir_size=0, alpha=0.5),
         lambda v: 1 if v > 0 else -1,
     ),
+    ("ActiveAROW", lambda: edgelearn.ActiveAROW(seed=8), lambda v: v > 0),
+    (
+        "ActiveAROW-3-fixed",
+        lambda: edgelearn.ActiveAROW(n_classes=3, target_query_rate=None, threshold=2.0, query_power=1.0,
+                                     learn_intercept=False, seed=9),
+        lambda v: "low" if v < -0.5 else ("mid" if v < 0.5 else "high"),
+    ),
     # Multi-label learners take and predict label sets (dicts of name to bool).
     (
         "MultiLabelKELM",

@@ -52,6 +52,25 @@ def test_accuracy_and_macro_f1_match_sklearn(case):
 
 
 @settings(max_examples=100, deadline=None)
+@given(label_pairs())
+def test_balanced_accuracy_matches_sklearn(case):
+    import warnings
+
+    from sklearn.metrics import balanced_accuracy_score
+
+    from edgelearn.metrics import balanced_accuracy
+
+    _, y_true, y_pred = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "y_pred contains classes not in y_true"
+        ref = balanced_accuracy_score(y_true, y_pred)
+        t, p = np.array(y_true) == y_true[0], np.array(y_pred) == y_true[0]
+        ref_bool = balanced_accuracy_score(t, p)
+    assert abs(balanced_accuracy(y_true, y_pred) - ref) <= TOL
+    assert abs(balanced_accuracy(t, p) - ref_bool) <= TOL
+
+
+@settings(max_examples=100, deadline=None)
 @given(label_pairs(alphabet_size=2), st.booleans())
 def test_binary_f1_matches_sklearn(case, first_is_positive):
     alphabet, y_true, y_pred = case

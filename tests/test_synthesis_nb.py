@@ -141,7 +141,7 @@ def test_multiclass_labels_scores_and_missing_channels():
 
 def test_binary_decision_is_the_log_odds():
     model = SynthesisNB(standardize=False)
-    assert model.predict_one({"a": 1.0}) is True  # an empty model predicts True
+    assert model.predict_one({"a": 1.0}) is False  # knows no label: False (learners/base.py)
     assert model.decide_one({"a": 1.0}).score == 0.0
     for v, y in ((0.0, False), (0.2, False), (2.0, True), (2.4, True), (0.1, False)):
         model.learn_one({"a": v}, y)

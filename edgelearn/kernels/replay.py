@@ -199,7 +199,7 @@ def paacds_loop(
         counters[T] += 1
         if binary:
             q = scores[0]
-            pred[i] = 1 if q >= 0.0 else -1
+            pred[i] = 1 if q > 0.0 else -1
         else:
             best, runner = pk.top_two(scores, n_known, rows)
             q = 0.0 if runner < 0 else scores[best] - scores[runner]

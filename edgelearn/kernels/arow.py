@@ -1,0 +1,148 @@
+"""Kernels of :class:`edgelearn.ActiveAROW`: diagonal AROW (Crammer, Kulesza &
+Dredze 2009) on a channel space, one-vs-rest for more than two classes.
+
+Model arrays, all of fixed size ``capacity`` (slots) and ``rows`` (1 for a
+binary model, ``n_classes`` otherwise):
+
+* ``W[rows, capacity]`` the mean of the Gaussian belief over the weights;
+* ``S[rows, capacity]`` its diagonal variance (``prior_var`` for a slot never
+  learned; it only shrinks while a channel is learned, and stays put while a
+  channel is absent);
+* ``b[rows]``, ``Sb[rows]`` the intercept's mean and variance (a constant
+  feature of value 1; ``Sb`` is 0 and ``b`` never moves without one).
+
+An instance is ``(slots[:k], z[:k])``; a negative slot is a channel the model
+does not know (read-only prediction), which adds nothing to the margin.
+"""
+
+import math
+
+from ._jit import jit
+from .rng import next_double
+
+#: The query threshold stays within these bounds (in standard deviations).
+THRESHOLD_MIN = 1e-6
+THRESHOLD_MAX = 1e6
+
+
+@jit
+def margin_variance(slots, z, k, W, S, b, Sb, row):
+    """The margin ``m = W[row] . z + b[row]`` and its variance under the
+    belief, ``v = sum S[row, s] z_s^2 + Sb[row]``."""
+    m = 0.0
+    v = 0.0
+    for j in range(k):
+        s = slots[j]
+        if s >= 0:
+            m += W[row, s] * z[j]
+            v += S[row, s] * z[j] * z[j]
+    return m + b[row], v + Sb[row]
+
+
+@jit
+def scores(slots, z, k, W, S, b, Sb, out_m, out_v):
+    """Every row's margin and variance into ``out_m`` and ``out_v``."""
+    for c in range(W.shape[0]):
+        m, v = margin_variance(slots, z, k, W, S, b, Sb, c)
+        out_m[c] = m
+        out_v[c] = v
+
+
+@jit
+def best_two(out_m, n_known):
+    """The best known row, and the best other known row (-1 if none)."""
+    best = 0
+    for c in range(1, n_known):
+        if out_m[c] > out_m[best]:
+            best = c
+    runner = -1
+    for c in range(n_known):
+        if c != best and (runner < 0 or out_m[c] > out_m[runner]):
+            runner = c
+    return best, runner
+
+
+@jit
+def confidence(out_m, out_v, n_known, binary):
+    """``(margin, normalized margin)`` of a prediction.  Binary: ``m`` and
+    ``|m| / sqrt(v)``.  Multiclass: the gap between the best two known rows
+    and that gap over the square root of the sum of their variances (a row
+    alone against nothing is a gap of its own margin; no class known: 0)."""
+    if binary:
+        m = out_m[0]
+        v = out_v[0]
+    elif n_known == 0:
+        return 0.0, 0.0
+    else:
+        best, runner = best_two(out_m, n_known)
+        if runner < 0:
+            m = out_m[best]
+            v = out_v[best]
+        else:
+            m = out_m[best] - out_m[runner]
+            v = out_v[best] + out_v[runner]
+    if v <= 0.0:
+        return m, math.inf if m != 0.0 else 0.0
+    return m, abs(m) / math.sqrt(v)
+
+
+@jit
+def learn_row(slots, z, k, y, W, S, b, Sb, row, r):
+    """One AROW update of ``row`` for ``y`` in {-1, +1}; True if it moved.
+
+    With a squared-hinge loss and a KL term to the current belief, the
+    update (Crammer et al. 2009, eqs. 9-11, diagonal) is
+    ``beta = 1 / (v + r)``, ``alpha = max(0, 1 - y m) beta``,
+    ``w += alpha y S z``, ``S -= beta S^2 z^2``: a channel the model is
+    unsure of (large S) moves far, a well-known one little."""
+    m, v = margin_variance(slots, z, k, W, S, b, Sb, row)
+    loss = 1.0 - y * m
+    if loss <= 0.0:
+        return False
+    beta = 1.0 / (v + r)
+    alpha = loss * beta
+    for j in range(k):
+        s = slots[j]
+        sz = S[row, s] * z[j]
+        W[row, s] += alpha * y * sz
+        S[row, s] -= beta * sz * sz
+    if Sb[row] > 0.0:
+        b[row] += alpha * y * Sb[row]
+        Sb[row] -= beta * Sb[row] * Sb[row]
+    return True
+
+
+@jit
+def learn_multiclass(slots, z, k, c, n_known, W, S, b, Sb, r):
+    """One-vs-rest: row ``c`` learns +1, every other known row -1.
+    ``n_known`` counts ``c``'s class.  True if any row moved."""
+    changed = False
+    for row in range(n_known):
+        y = 1.0 if row == c else -1.0
+        changed |= learn_row(slots, z, k, y, W, S, b, Sb, row, r)
+    return changed
+
+
+@jit
+def forget_slot(slot, W, S, prior_var):
+    """A recycled slot starts over: mean 0, variance back to the prior."""
+    for c in range(W.shape[0]):
+        W[c, slot] = 0.0
+        S[c, slot] = prior_var
+
+
+@jit
+def draw_query(u, threshold, power, rng_state):
+    """Ask with probability ``1 / (1 + (u / threshold)^power)``: 1/2 at the
+    threshold, toward 1 below it and 0 above it, the faster the larger
+    ``power``.  One draw from the generator whatever the outcome."""
+    return next_double(rng_state) < 1.0 / (1.0 + (u / threshold) ** power)
+
+
+@jit
+def adapt_threshold(threshold, asked, target, gain):
+    """Multiplicative budget control: ``threshold *= exp(gain (target -
+    asked))``, so the long-run share of asks is ``target``; clipped to
+    [THRESHOLD_MIN, THRESHOLD_MAX]."""
+    threshold *= math.exp(gain * (target - (1.0 if asked else 0.0)))
+    return min(max(threshold, THRESHOLD_MIN), THRESHOLD_MAX)

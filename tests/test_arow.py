@@ -1,0 +1,272 @@
+"""ActiveAROW: its kernels against the plain reference in ``tests/naive.py``,
+and the learner's own promises (memory, probabilities, budget, multiclass,
+checkpoints, the default kind).  The checks every learner shares are in
+``tests/test_checks.py``."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+import edgelearn
+import naive
+from edgelearn import ActiveAROW
+from edgelearn import state as checkpoint
+from edgelearn.kernels import arow as K
+from edgelearn.kernels.rng import new_state
+
+RTOL = 1e-12
+
+
+def random_model(rng, capacity, rows, intercept=True):
+    return {
+        "W": rng.normal(size=(rows, capacity)),
+        "S": rng.uniform(0.01, 1.0, size=(rows, capacity)),
+        "b": rng.normal(size=rows),
+        "Sb": rng.uniform(0.01, 1.0, size=rows) if intercept else np.zeros(rows),
+    }
+
+
+def instance(rng, capacity, k, unknown=False):
+    slots = rng.choice(capacity, size=k, replace=False).astype(np.int32)
+    if unknown and k:
+        slots[0] = -1
+    return slots, rng.normal(size=k) * 2.0
+
+
+def assert_model(got, expected):
+    for key in expected:
+        np.testing.assert_allclose(got[key], expected[key], rtol=RTOL, atol=1e-15, err_msg=key)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_margin_variance_and_scores_match(seed):
+    rng = np.random.default_rng([13, seed])
+    rows = 1 + seed % 3
+    model = random_model(rng, 12, rows, intercept=seed % 2 == 0)
+    slots, z = instance(rng, 12, int(rng.integers(0, 8)), unknown=seed % 4 == 0)
+    out_m, out_v = np.zeros(rows), np.zeros(rows)
+    K.scores(slots, z, len(slots), model["W"], model["S"], model["b"], model["Sb"], out_m, out_v)
+    for row in range(rows):
+        m, v = naive.arow_margin_variance(slots, z, model, row)
+        assert math.isclose(out_m[row], m, rel_tol=RTOL, abs_tol=1e-15)
+        assert math.isclose(out_v[row], v, rel_tol=RTOL, abs_tol=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_learn_row_matches(seed):
+    rng = np.random.default_rng([14, seed])
+    model = random_model(rng, 10, 1, intercept=seed % 3 != 0)
+    model["W"] *= 0.2  # margins on both sides of 1, so some instances are passive
+    slots, z = instance(rng, 10, int(rng.integers(0, 7)))
+    y = 1.0 if seed % 2 else -1.0
+    r = float(rng.choice([0.1, 1.0, 30.0]))
+    expected, moved = naive.arow_learn_row(slots, z, y, model, 0, r)
+    got = {k: v.copy() for k, v in model.items()}
+    assert K.learn_row(slots, z, len(slots), y, got["W"], got["S"], got["b"], got["Sb"], 0, r) == moved
+    assert_model(got, expected)
+    # Variances only shrink, and stay positive.
+    assert np.all(got["S"] > 0) and np.all(got["S"] <= model["S"])
+
+
+def test_learn_row_is_passive_beyond_margin_one_and_keeps_absent_channels():
+    W = np.zeros((1, 4))
+    S = np.ones((1, 4))
+    b = np.zeros(1)
+    Sb = np.ones(1)
+    slots = np.array([0, 2], dtype=np.int32)
+    z = np.array([1.0, -2.0])
+    assert K.learn_row(slots, z, 2, 1.0, W, S, b, Sb, 0, 1.0)
+    # absent channels 1 and 3 keep their mean and variance
+    assert W[0, 1] == W[0, 3] == 0.0 and S[0, 1] == S[0, 3] == 1.0
+    # a new channel (variance 1) moved further than it would with a small variance
+    assert abs(W[0, 2]) > abs(W[0, 0]) > 0
+    W[0, :] = [5.0, 0.0, -5.0, 0.0]
+    before = (W.copy(), S.copy(), b.copy(), Sb.copy())
+    assert not K.learn_row(slots, z, 2, 1.0, W, S, b, Sb, 0, 1.0)
+    for got, old in zip((W, S, b, Sb), before):
+        np.testing.assert_array_equal(got, old)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_learn_multiclass_matches(seed):
+    rng = np.random.default_rng([15, seed])
+    rows = 4
+    model = random_model(rng, 9, rows)
+    model["W"] *= 0.3
+    slots, z = instance(rng, 9, int(rng.integers(1, 7)))
+    n_known = int(rng.integers(1, rows + 1))
+    c = int(rng.integers(0, n_known))
+    expected, moved = naive.arow_learn_multiclass(slots, z, c, n_known, model, 2.0)
+    got = {k: v.copy() for k, v in model.items()}
+    assert K.learn_multiclass(slots, z, len(slots), c, n_known, got["W"], got["S"], got["b"], got["Sb"], 2.0) == moved
+    assert_model(got, expected)
+    # rows of classes not yet seen are left alone
+    np.testing.assert_array_equal(got["W"][n_known:], model["W"][n_known:])
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_confidence_matches(seed):
+    rng = np.random.default_rng([16, seed])
+    rows = 1 if seed % 3 == 0 else 4
+    m = rng.normal(size=rows)
+    v = rng.uniform(0.0, 2.0, size=rows) * (seed % 5 != 0)
+    n_known = 1 if rows == 1 else int(rng.integers(0, rows + 1))
+    got = K.confidence(m, v, n_known, rows == 1)
+    expected = naive.arow_confidence(m, v, n_known, rows == 1)
+    assert got[0] == pytest.approx(expected[0], rel=RTOL)
+    assert got[1] == pytest.approx(expected[1], rel=RTOL) or got[1] == expected[1] == math.inf
+
+
+def test_draw_query_and_threshold_match():
+    state = new_state(7)
+    rng = 7
+    threshold = 1.0
+    asks = 0
+    for i in range(3000):
+        u = [0.0, 0.3, 1.0, 2.5, math.inf][i % 5]
+        power = [1.0, 5.0][i % 2]
+        got = K.draw_query(u, threshold, power, state)
+        rng, expected = naive.arow_draw_query(u, threshold, power, rng)
+        assert got == expected
+        assert int(state[0]) == rng
+        asks += got
+        new = K.adapt_threshold(threshold, got, 0.2, 0.5)
+        assert new == pytest.approx(naive.arow_adapt_threshold(threshold, got, 0.2, 0.5), rel=RTOL)
+        threshold = new
+    assert K.adapt_threshold(1e-6, True, 0.2, 0.5) == 1e-6
+    assert K.adapt_threshold(1e6, False, 0.2, 0.5) == 1e6
+    # u = 0 always asks, u = inf never
+    assert K.draw_query(0.0, 1e-6, 5.0, new_state(1)) and not K.draw_query(math.inf, 1e6, 1.0, new_state(1))
+
+
+def test_forget_slot_restores_the_prior():
+    W = np.ones((3, 5))
+    S = np.full((3, 5), 0.1)
+    K.forget_slot(2, W, S, 1.0)
+    assert np.all(W[:, 2] == 0) and np.all(S[:, 2] == 1.0)
+    assert np.all(W[:, [0, 1, 3, 4]] == 1) and np.all(S[:, [0, 1, 3, 4]] == 0.1)
+
+
+# -- the learner ------------------------------------------------------------------
+
+
+def linear_stream(n, seed, n_channels=5, p_missing=0.3):
+    rng = random.Random(seed)
+    for _ in range(n):
+        values = [rng.gauss(0, 1) for _ in range(n_channels)]
+        x = {f"c{j}": 5.0 * j + v for j, v in enumerate(values) if rng.random() > p_missing}
+        yield x, values[0] - values[1] + 0.5 * values[2] > 0.3
+
+
+@pytest.mark.parametrize("n_classes,capacity", [(2, 16), (2, 256), (5, 64)])
+def test_memory_bytes_is_the_documented_bound_and_fixed(n_classes, capacity):
+    model = ActiveAROW(n_classes=n_classes, capacity=capacity)
+    rows = 1 if n_classes == 2 else n_classes
+    labels = 64 * n_classes
+    bound = 16 * rows * (capacity + 2) + 8 + labels + model.channels.memory_bytes()
+    assert model.memory_bytes() == bound
+    for i, (x, y) in enumerate(linear_stream(3000, 1)):
+        x[f"extra-{i % 500}"] = 1.0
+        d = model.decide_one(x)
+        if d.ask:
+            model.learn(d.slots, d.z, y if n_classes == 2 else i % n_classes)
+    assert model.memory_bytes() == bound
+
+
+def test_learns_and_holds_the_label_budget():
+    model = ActiveAROW(target_query_rate=0.2, seed=3)
+    correct = asked = 0
+    data = list(linear_stream(6000, 2))
+    for x, y in data:
+        d = model.decide_one(x)
+        correct += d.label == y
+        if d.ask:
+            asked += 1
+            model.learn(d.slots, d.z, y)
+    assert 0.18 < asked / len(data) < 0.22
+    assert correct / len(data) > 0.8
+    # without a target the threshold stays where it started
+    fixed = ActiveAROW(target_query_rate=None, threshold=0.5)
+    for x, y in data[:200]:
+        fixed.decide_one(x)
+    assert fixed.current_threshold == 0.5
+
+
+def test_zero_margin_predicts_false_and_probabilities():
+    model = ActiveAROW()
+    assert model.predict_one({"a": 1.0}) is False
+    assert model.predict_proba_one({"a": 1.0}) == {True: 0.5, False: 0.5}
+    for x, y in linear_stream(2000, 4):
+        model.learn_one(x, y)
+    for x, _ in linear_stream(200, 5):
+        proba = model.predict_proba_one(x)
+        assert set(proba) == {True, False}
+        assert proba[True] + proba[False] == pytest.approx(1.0)
+        # the probability agrees with the prediction, and is probit of the margin
+        assert (proba[True] > 0.5) == model.predict_one(x)
+        slots, z = model.channels.transform(x, True)
+        m, v = naive.arow_margin_variance(slots, z, {"W": model.W, "S": model.S, "b": model.b, "Sb": model.Sb}, 0)
+        assert proba[True] == pytest.approx(0.5 * math.erfc(-m / math.sqrt(2 * (1 + v))), rel=1e-12)
+
+
+def test_multiclass_learns_names_and_probabilities():
+    model = ActiveAROW(n_classes=3, target_query_rate=None, threshold=1e6, seed=1)
+    assert model.classes == []
+    rng = random.Random(6)
+    names = ("low", "mid", "high")
+    correct = 0
+    for i in range(3000):
+        v = rng.uniform(-3, 3)
+        x = {"v": v, "noise": rng.gauss(0, 1)}
+        y = names[0 if v < -1 else (1 if v < 1 else 2)]
+        d = model.decide_one(x)
+        correct += i >= 2000 and d.label == y
+        model.learn(d.slots, d.z, y)
+    # one-vs-rest on a single linear feature cannot carve out "mid" well, but
+    # it must beat always-"mid" (1/3) by far and name the classes it saw
+    assert correct / 1000 > 0.6
+    assert set(model.classes) == set(names)
+    proba = model.predict_proba_one({"v": 2.5, "noise": 0.0})
+    assert set(proba) == set(names) and sum(proba.values()) == pytest.approx(1.0)
+    assert max(proba, key=proba.get) == "high"
+
+
+def test_checkpoint_restore_continues_bit_identically():
+    data = list(linear_stream(3000, 7))
+    model = ActiveAROW(seed=9)
+    for x, y in data[:2000]:
+        d = model.decide_one(x)
+        if d.ask:
+            model.learn(d.slots, d.z, y)
+    restored = edgelearn.from_state(checkpoint.loads(checkpoint.dumps(model.to_state())))
+    assert restored.current_threshold == model.current_threshold
+    for x, y in data[2000:]:
+        a, b = model.decide_one(x), restored.decide_one(x)
+        assert (a.label, a.ask) == (b.label, b.ask) and a.score.hex() == b.score.hex()
+        assert model.predict_proba_one(x) == restored.predict_proba_one(x)
+        if a.ask:
+            model.learn(a.slots, a.z, y)
+            restored.learn(b.slots, b.z, y)
+
+
+def test_make_learner_kind_and_default():
+    assert isinstance(edgelearn.make_learner("active_arow", {"r": 3.0}), ActiveAROW)
+    assert edgelearn.DEFAULT_KIND in edgelearn.KINDS
+    assert type(edgelearn.make_learner()) is edgelearn.KINDS[edgelearn.DEFAULT_KIND]
+    with pytest.raises(ValueError, match="ActiveAROW has no parameter 'C'"):
+        edgelearn.make_learner("active_arow", {"C": 1.0})
+
+
+@pytest.mark.parametrize("param,value,error", [
+    ("r", 0, ValueError), ("r", "1", TypeError), ("query_power", -1.0, ValueError),
+    ("target_query_rate", 1.5, ValueError), ("threshold", 0.0, ValueError), ("budget_gain", True, TypeError),
+    ("learn_intercept", 1, TypeError), ("n_classes", 1, ValueError), ("capacity", 0, ValueError),
+    ("evict_after", 0, ValueError), ("seed", -1, ValueError),
+])
+def test_bad_parameters_are_named(param, value, error):
+    with pytest.raises(error) as info:
+        ActiveAROW(**{param: value})
+    assert str(info.value).startswith(f"The '{param}' parameter of ActiveAROW must be ")
+    assert str(info.value).endswith(f"Got {value!r}.")

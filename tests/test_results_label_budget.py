@@ -1,0 +1,59 @@
+"""Smoke test of tools/results_label_budget.py on a tiny slice (two small
+tasks, one seed per protocol, a short discount search)."""
+
+import json
+import re
+
+import edgelearn
+from results_pages import cells, decimals, load_tool, row, sections
+
+
+def test_tiny_run_writes_the_page_and_reuses_its_cache(tmp_path, capsys, monkeypatch):
+    tool = load_tool("results_label_budget")
+    out = tmp_path / "page.md"
+    cache = tmp_path / "cache.json"
+    # Two bisection steps for River's discount_factor instead of twelve.
+    argv = ["--tasks", "spect", "ionosphere", "--seeds", "1", "--discount-steps", "2",
+            "--out", str(out), "--cache", str(cache)]
+    assert tool.main(argv) == 0
+    text = out.read_text(encoding="utf-8")
+    assert f"`python tools/results_label_budget.py {' '.join(argv)}`" in text
+    page = sections(text, level=None)
+    verdict = page["Verdict"]
+    assert len(re.findall(r"^\* (paacds|haphazard): ActiveAROW", verdict, flags=re.M)) == 4
+    met = "**The aim is met**" in verdict
+    assert met or "**The aim is not met**" in verdict
+    expected = "active_arow" if met else "paacds"
+    assert f"the default learner kind is `{expected!r}`" in verdict
+    assert ("(they agree)" in verdict) == (expected == edgelearn.DEFAULT_KIND)
+
+    for title in ("F1", "accuracy", "balanced accuracy", "query rate"):
+        section = page[title]
+        for label in ("spect", "ionosphere", "**mean over 2 tasks**"):
+            values = decimals(row(section, label))[:4]
+            assert len(values) == 4 and all(0.0 <= v <= 100.0 for v in values), (title, label, values)
+    rates = cells(row(page["query rate"], "spect"))
+    assert float(rates[2]) == 100.0  # River LR learns every label
+    assert 10.0 < float(rates[0]) < 30.0  # ActiveAROW holds about 20%
+
+    # Everything is cached now: a rebuild runs nothing.
+    n_cached = len(json.loads(cache.read_text()))
+    monkeypatch.setattr(tool, "run_one", lambda *a: (_ for _ in ()).throw(AssertionError("ran")))
+    assert tool.main(argv) == 0
+    assert len(json.loads(cache.read_text())) == n_cached
+    assert "aim" in capsys.readouterr().err
+
+
+def test_haphazard_stream_keeps_three_quarters_of_the_features():
+    import numpy as np
+
+    tool = load_tool("results_label_budget")
+    X = np.arange(40000, dtype=float).reshape(2000, 20)
+    y = np.arange(2000) % 2 == 0
+    Xr, yr = tool.protocol_stream(X, y, "haphazard", 3)
+    assert abs(np.isfinite(Xr).mean() - 0.75) < 0.01
+    again, _ = tool.protocol_stream(X, y, "haphazard", 3)
+    np.testing.assert_array_equal(np.isnan(Xr), np.isnan(again))
+    # rows are shuffled with their labels
+    rows = (np.nanmax(Xr, axis=1) // 20).astype(int)
+    np.testing.assert_array_equal(yr, rows % 2 == 0)
