@@ -21,8 +21,9 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
+# The picture and its series go to demo-out/ (ignored by git); the command prints where.
 demo: setup
-	$(VENV)/bin/edgelearn replay
+	$(VENV)/bin/edgelearn replay --plot demo-out/occupancy-demo.png --curve demo-out/occupancy-demo.csv
 
 test: setup
 	sh tools/ensure_mosquitto.sh

@@ -189,9 +189,21 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
             pipeline = Pipeline(
                 args.learner, params, topics=config.topics, limits=config.limits,
                 max_streams=config.max_streams, label_policy=args.policy,
+                json_fields=config.pipeline_params()["json_fields"],
             )
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    curves = curve_file = None
+    if args.curve or args.plot:
+        from firmware_bridge.curves import CurveRecorder
+
+        if args.curve:
+            try:
+                Path(args.curve).parent.mkdir(parents=True, exist_ok=True)
+                curve_file = open(args.curve, "w", newline="", encoding="utf-8")
+            except OSError as exc:
+                raise CliError(f"--curve: cannot write {args.curve}: {exc.strerror or exc}") from None
+        curves = CurveRecorder(pipeline, curve_file, window=args.window)
     corrupt = []
 
     def report(error: LogError) -> None:
@@ -204,6 +216,8 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
     start = time.perf_counter()
     for record in iter_logs([str(f) for f in files], on_error=report):
         pipeline.handle(record.topic, record.payload, record.received_at)
+        if curves is not None:
+            curves.observe(record.topic, record.payload, record.received_at)
         count += 1
         if count % 1024 == 0:
             if current is not None and record.offset < current:
@@ -212,6 +226,23 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
             progress.update(done_before + current, count)
     seconds = time.perf_counter() - start
     progress.close()
+    pictures = {}
+    if curve_file is not None:
+        curve_file.close()
+        pictures["curve"] = str(args.curve)
+    if args.plot:
+        from firmware_bridge.plots import plot_curves
+
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        title = f"edgelearn replay: {args.learner}, {count:,} messages"
+        if pipeline.streams:
+            learner = pipeline.learner(pipeline.streams[0])
+            rate = learner.get_params().get("target_query_rate")
+            title = f"edgelearn replay: {type(learner).__name__}" + (
+                f" with a {rate:.0%} label budget" if rate else " (asks for every label)"
+            ) + f", {count:,} messages"
+        plot_curves(curves, str(args.plot), title=title)
+        pictures["plot"] = str(args.plot)
     status = pipeline.status()
     streams = {}
     for name, s in status["streams"].items():
@@ -235,6 +266,7 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
         "corrupt_records": corrupt,
         "seconds": seconds,
         "messages_per_s": count / seconds if seconds > 0 else float("inf"),
+        **({"files": pictures} if pictures else {}),
     }
 
 
@@ -266,6 +298,8 @@ def _print_replay(summary: dict) -> None:
     for problem in summary.get("corrupt_records", []):
         print(f"corrupt: {problem}")
     print(f"{summary['messages_per_s']:,.0f} messages/s")
+    for what, path in summary.get("files", {}).items():
+        print(f"{'picture' if what == 'plot' else 'curves '}  {path}")
 
 
 def cmd_replay(args) -> int:
@@ -278,6 +312,16 @@ def cmd_replay(args) -> int:
     csvs = [s for s in sources if s.name.endswith((".csv", ".csv.gz"))]
     if csvs and len(sources) > 1:
         raise CliError("replay takes one CSV file, or any number of msgpack logs and directories, not both.")
+    if csvs and (args.plot or args.curve):
+        raise CliError("--plot and --curve follow the gateway's pipeline: they take msgpack logs, not a CSV file.")
+    if args.plot:
+        if not str(args.plot).lower().endswith(".png"):
+            raise CliError(f"The '--plot' option must be a .png file name. Got {str(args.plot)!r}.")
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise CliError("--plot needs matplotlib, an optional extra: pip install 'edgelearn[plot]' "
+                           "(or use --curve FILE.csv, which needs nothing).")
     summary = _replay_csv(csvs[0], args, params) if csvs else _replay_logs(sources, args, params)
     if args.json:
         json.dump(summary, sys.stdout, indent=2, default=float)
@@ -472,6 +516,17 @@ def run_gateway(args: argparse.Namespace) -> int:
     gc.collect()
     gc.freeze()
     return gateway.run()
+
+
+def _window_argument(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not 1 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(
+            f"The '--window' option must be an int in [1, 1000000]. Got {text!r}.")
+    return value
 
 
 def _seconds_argument(text: str) -> float:
@@ -674,6 +729,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="CSV only: the label column (default: the last)")
     replay.add_argument("--json", action="store_true", help="print the summary as JSON")
     replay.add_argument("--quiet", action="store_true", help="no progress bar")
+    replay.add_argument("--plot", default=None, metavar="FILE.png",
+                        help="draw per stream the rolling accuracy, labels asked against the budget "
+                             "and the channels present over the readings (needs matplotlib: "
+                             "pip install 'edgelearn[plot]')")
+    replay.add_argument("--curve", default=None, metavar="FILE.csv",
+                        help="write the same series, one row per reading (no extra needed)")
+    replay.add_argument("--window", type=_window_argument, default=500, metavar="N",
+                        help="readings of the rolling accuracy (default 500)")
     replay.set_defaults(func=cmd_replay)
 
     bench = sub.add_parser(
