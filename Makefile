@@ -1,15 +1,17 @@
 # Two commands for a fresh machine (Debian/Ubuntu with python3 >= 3.11):
 #   make demo   set up .venv and replay the bundled sensor log (no broker needed)
 #   make test   set up .venv (+ mosquitto and nats-server, for the broker tests) and run the tests
+#   make test-aarch64   the package on an emulated Debian bookworm arm64 root (as root;
+#               cached under ~/.cache/edgelearn-aarch64; see tools/test_aarch64.sh)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
 RESULTS := paacds pafe synthesis kelm ensemble label-budget
-BENCHES := replay kelm gateway log-replay
+BENCHES := replay kelm gateway memory log-replay
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
-.PHONY: setup demo test bench results clean
+.PHONY: setup demo test test-aarch64 bench results clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,13 +21,17 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
+# The picture and its series go to demo-out/ (ignored by git); the command prints where.
 demo: setup
-	$(VENV)/bin/edgelearn replay
+	$(VENV)/bin/edgelearn replay --plot demo-out/occupancy-demo.png --curve demo-out/occupancy-demo.csv
 
 test: setup
 	sh tools/ensure_mosquitto.sh
 	sh tools/ensure_nats.sh
 	$(PY) -m pytest -q
+
+test-aarch64: setup
+	bash tools/test_aarch64.sh
 
 # Each writes its page under docs/ (the page names its command and machine).
 bench: $(BENCHES:%=bench-%)
@@ -36,6 +42,10 @@ bench-gateway: setup
 
 bench-log-replay: setup
 	$(PY) tools/bench_log_replay.py
+
+bench-memory: setup
+	sh tools/ensure_mosquitto.sh
+	$(PY) tools/bench_memory.py
 
 bench-%: setup
 	$(PY) tools/bench_$*.py

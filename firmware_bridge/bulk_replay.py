@@ -190,12 +190,27 @@ def replay_records(
                             pipeline._batches += 1
                             keep(stream.name, plain, received_at)
                             continue
-        message = parse_message(topic, payload, pipeline.topics, limits)
+        message = parse_message(topic, payload, pipeline.topics, limits, pipeline.json_fields)
         if isinstance(message, DataMessage):
             pipeline._messages += 1
             if message.non_finite:
                 rejects.count(message)
-            if pipeline._stream(message.stream) is None:  # beyond max_streams: counted
+            stream = pipeline._stream(message.stream)
+            if stream is None:  # beyond max_streams: counted
+                continue
+            if message.seq < 0 or message.ts != message.ts:
+                # A JSON sensor object without "seq" or "ts": numbered from the stream's
+                # last seq as it stands, so the readings kept so far run first and this
+                # one runs message by message.
+                name = message.stream
+                if name in rows:
+                    _flush(pipeline, name, rows.pop(name), paths, outputs, keep_predictions)
+                seq = stream.last_seq + 1 if message.seq < 0 else message.seq
+                ts = received_at if message.ts != message.ts else message.ts
+                result = pipeline._answer(stream, (ts, seq, message.channels, message.y), received_at)
+                if keep_predictions:
+                    _keep_outputs(outputs, result, pipeline)
+                paths[name] = "per-message: JSON messages without seq or ts"
                 continue
             keep(message.stream, ((message.ts, message.seq, message.channels, message.y),), received_at)
         elif isinstance(message, DataBatch):

@@ -7,6 +7,7 @@
     edgelearn tune logs/ --grid C=0.1,1,10 --label-budget 0.1 --metric f1 [--results F] [--jobs 2]
     edgelearn bench                       # replay throughput vs River; --memory for RSS
     edgelearn gateway --config FILE       # the MQTT service
+    edgelearn warmup --config FILE        # compile its kernels into NUMBA_CACHE_DIR first
     edgelearn status --config FILE        # the running gateway's status, from the broker
     edgelearn config --print-default      # the documented configs/gateway.toml
 """
@@ -113,6 +114,19 @@ def _active_kinds(single_label: bool = False) -> list[str]:
             and cls.asks_selectively and not (single_label and cls.supports_multilabel)]
 
 
+class _LazyHelp(str):
+    """A help text made when --help prints it: listing the active learner kinds
+    imports every learner, which the gateway (same parser) must not do."""
+
+    def __new__(cls, make):
+        text = super().__new__(cls, "(made when printed)")
+        text.make = make
+        return text
+
+    def __mod__(self, params):
+        return self.make().replace("%", "%%") % params
+
+
 def _learner_params(args) -> dict:
     params = dict(args.set or [])
     if args.label_budget is not None:
@@ -177,9 +191,21 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
             pipeline = Pipeline(
                 args.learner, params, topics=config.topics, limits=config.limits,
                 max_streams=config.max_streams, label_policy=args.policy,
+                json_fields=config.pipeline_params()["json_fields"],
             )
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    curves = curve_file = None
+    if args.curve or args.plot:
+        from firmware_bridge.curves import CurveRecorder
+
+        if args.curve:
+            try:
+                Path(args.curve).parent.mkdir(parents=True, exist_ok=True)
+                curve_file = open(args.curve, "w", newline="", encoding="utf-8")
+            except OSError as exc:
+                raise CliError(f"--curve: cannot write {args.curve}: {exc.strerror or exc}") from None
+        curves = CurveRecorder(pipeline, curve_file, window=args.window)
     corrupt = []
 
     def report(error: LogError) -> None:
@@ -199,11 +225,32 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
         progress.update(position["done_before"] + record.offset, count)
 
     start = time.perf_counter()
-    result = replay_records(pipeline, iter_logs([str(f) for f in files], on_error=report),
-                            jit=not getattr(args, "per_message", False), progress=show)
+    records = iter_logs([str(f) for f in files], on_error=report)
+    if curves is not None:
+        records = _observed(records, curves)
+    # the curves read the pipeline after each message: they need the per-message path
+    result = replay_records(pipeline, records, jit=not args.per_message and curves is None,
+                            progress=show)
     count = result["records"]
     seconds = time.perf_counter() - start
     progress.close()
+    pictures = {}
+    if curve_file is not None:
+        curve_file.close()
+        pictures["curve"] = str(args.curve)
+    if args.plot:
+        from firmware_bridge.plots import plot_curves
+
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        title = f"edgelearn replay: {args.learner}, {count:,} messages"
+        if pipeline.streams:
+            learner = pipeline.learner(pipeline.streams[0])
+            rate = learner.get_params().get("target_query_rate")
+            title = f"edgelearn replay: {type(learner).__name__}" + (
+                f" with a {rate:.0%} label budget" if rate else " (asks for every label)"
+            ) + f", {count:,} messages"
+        plot_curves(curves, str(args.plot), title=title)
+        pictures["plot"] = str(args.plot)
     status = pipeline.status()
     streams = {}
     for name, s in status["streams"].items():
@@ -228,7 +275,21 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
         "paths": result["paths"],
         "seconds": seconds,
         "messages_per_s": count / seconds if seconds > 0 else float("inf"),
+        **({"files": pictures} if pictures else {}),
     }
+
+
+def _observed(records, curves):
+    """``records``, each shown to ``curves`` once the pipeline has handled it (when
+    the next one is asked for, and the last at the end)."""
+    previous = None
+    for record in records:
+        if previous is not None:
+            curves.observe(previous.topic, previous.payload, previous.received_at)
+        previous = record
+        yield record
+    if previous is not None:
+        curves.observe(previous.topic, previous.payload, previous.received_at)
 
 
 # Prequential scores a stream status may carry (single-label or multi-label), and
@@ -261,6 +322,8 @@ def _print_replay(summary: dict) -> None:
     for problem in summary.get("corrupt_records", []):
         print(f"corrupt: {problem}")
     print(f"{summary['messages_per_s']:,.0f} messages/s")
+    for what, path in summary.get("files", {}).items():
+        print(f"{'picture' if what == 'plot' else 'curves '}  {path}")
 
 
 def cmd_replay(args) -> int:
@@ -276,6 +339,16 @@ def cmd_replay(args) -> int:
     csvs = [s for s in sources if s.name.endswith((".csv", ".csv.gz"))]
     if csvs and len(sources) > 1:
         raise CliError("replay takes one CSV file, or any number of msgpack logs and directories, not both.")
+    if csvs and (args.plot or args.curve):
+        raise CliError("--plot and --curve follow the gateway's pipeline: they take msgpack logs, not a CSV file.")
+    if args.plot:
+        if not str(args.plot).lower().endswith(".png"):
+            raise CliError(f"The '--plot' option must be a .png file name. Got {str(args.plot)!r}.")
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise CliError("--plot needs matplotlib, an optional extra: pip install 'edgelearn[plot]' "
+                           "(or use --curve FILE.csv, which needs nothing).")
     summary = _replay_csv(csvs[0], args, params) if csvs else _replay_logs(sources, args, params)
     if args.json:
         json.dump(summary, sys.stdout, indent=2, default=float)
@@ -481,6 +554,40 @@ def cmd_bench(args) -> int:
     return 0
 
 
+# -- warmup --------------------------------------------------------------------
+
+
+def cmd_warmup(args) -> int:
+    import dataclasses
+    import os
+
+    from firmware_bridge.config import load_config
+    from firmware_bridge.warmup import warm_up
+
+    config, errors = load_config(args.config)
+    if errors:
+        raise CliError("the configuration has errors:\n  " + "\n  ".join(errors))
+    if not os.environ.get("NUMBA_CACHE_DIR") and not args.json:
+        print("edgelearn warmup: NUMBA_CACHE_DIR is not set: the kernels are cached beside the "
+              "package (or in ~/.cache). The systemd unit sets NUMBA_CACHE_DIR=/var/cache/edgelearn/numba; "
+              "warm that one up.", file=sys.stderr)
+    reports = []
+    for kind in args.kind or [config.learner_kind]:
+        if kind != config.learner_kind:
+            # Another kind than the file's runs with that kind's defaults.
+            config, errors = load_config(args.config, {"learner.kind": kind, "learner.params": {}})
+            if errors:
+                raise CliError("the configuration has errors:\n  " + "\n  ".join(errors))
+        report = warm_up(config)
+        reports.append(report)
+        if not args.json:
+            print(report.line(), flush=True)
+    if args.json:
+        json.dump([dataclasses.asdict(r) for r in reports], sys.stdout, indent=2)
+        print()
+    return 0
+
+
 # -- gateway -------------------------------------------------------------------
 
 
@@ -591,6 +698,17 @@ def run_gateway(args: argparse.Namespace) -> int:
     gc.collect()
     gc.freeze()
     return gateway.run()
+
+
+def _window_argument(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not 1 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(
+            f"The '--window' option must be an int in [1, 1000000]. Got {text!r}.")
+    return value
 
 
 def _seconds_argument(text: str) -> float:
@@ -792,9 +910,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--set", action="append", type=_parse_setting, metavar="KEY=VALUE",
                         help="a learner parameter, e.g. --set C=0.5 --set variant=PAACDS-I (repeatable)")
     replay.add_argument("--label-budget", type=float, default=None, metavar="FRACTION",
-                        help="fraction of labels the learner may ask for (active learners: %s; "
-                             "default 0.1 for %s)" % (", ".join(_active_kinds()),
-                                                      " and ".join(_active_kinds(single_label=True))))
+                        help=_LazyHelp(lambda: "fraction of labels the learner may ask for (active learners: "
+                                       "%s; default 0.1 for %s)" % (", ".join(_active_kinds()),
+                                       " and ".join(_active_kinds(single_label=True)))))
     replay.add_argument("--policy", choices=("from_data", "all"), default="from_data",
                         help="from_data: learn a recorded label only when asked (default); all: learn every label")
     replay.add_argument("--label", default=None, metavar="COLUMN",
@@ -804,6 +922,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: the jitted loop where the learner has one)")
     replay.add_argument("--json", action="store_true", help="print the summary as JSON")
     replay.add_argument("--quiet", action="store_true", help="no progress bar")
+    replay.add_argument("--plot", default=None, metavar="FILE.png",
+                        help="draw per stream the rolling accuracy, labels asked against the budget "
+                             "and the channels present over the readings (needs matplotlib: "
+                             "pip install 'edgelearn[plot]')")
+    replay.add_argument("--curve", default=None, metavar="FILE.csv",
+                        help="write the same series, one row per reading (no extra needed)")
+    replay.add_argument("--window", type=_window_argument, default=500, metavar="N",
+                        help="readings of the rolling accuracy (default 500)")
     _add_fanout_arguments(replay)
     replay.set_defaults(func=cmd_replay)
 
@@ -862,6 +988,25 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--names", type=int, default=100_000, help="--memory: distinct channel names (default 100,000)")
     bench.add_argument("--json", action="store_true", help="print the result as JSON")
     bench.set_defaults(func=cmd_bench)
+
+    warmup = sub.add_parser(
+        "warmup",
+        help="compile the gateway's kernels into the Numba cache before the service first starts",
+        description=(
+            "Run the gateway's per-message path (the --config file's learner, topics and "
+            "limits) on a short synthetic stream, so that Numba compiles every kernel it "
+            "calls and writes it to its cache (NUMBA_CACHE_DIR). Run it at install with the "
+            "environment of the systemd unit, whose first start would otherwise compile "
+            "while the watchdog waits. Prints, per learner kind, the kernels compiled and "
+            "those loaded from the cache (a second run compiles none)."
+        ),
+    )
+    warmup.add_argument("--config", default=None, metavar="FILE",
+                        help="the gateway.toml the service runs (default: the built-in defaults, learner paacds)")
+    warmup.add_argument("--kind", action="append", choices=sorted(KINDS), metavar="KIND",
+                        help=f"warm this learner kind instead of the config's (repeatable; one of {', '.join(sorted(KINDS))})")
+    warmup.add_argument("--json", action="store_true", help="print the reports as JSON")
+    warmup.set_defaults(func=cmd_warmup)
 
     _add_gateway(sub)
     return parser

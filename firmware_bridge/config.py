@@ -44,7 +44,7 @@ from edgelearn.constraints import (
 from .labels import PendingLabels
 from .mqtt import PROTOCOLS, MqttSettings, parse_broker
 from .pipeline import Pipeline
-from .protocol import Limits, Topics
+from .protocol import JsonFields, Limits, Topics
 from .recorder import _PREFIX_PATTERN as _RECORDER_PREFIX
 from .recorder import LogWriter
 
@@ -87,6 +87,27 @@ class BrokerList(Constraint):
 
     def valid_value(self) -> Any:
         return ["localhost:1883"]
+
+
+class FieldList(Constraint):
+    """A list of field names (str, dotted for nested JSON objects), as a tuple."""
+
+    def describe(self) -> str:
+        return "a list of non-empty str"
+
+    def accepts_type(self, value: Any) -> bool:
+        return isinstance(value, (list, tuple)) and all(isinstance(v, str) and v for v in value)
+
+    def convert(self, value: Any) -> Any:
+        if not self.accepts_type(value):
+            self._reject(TypeError, value)
+        return tuple(value)
+
+    def invalid_values(self) -> list:
+        return ["battery", [1], [""]]
+
+    def valid_value(self) -> Any:
+        return ["battery"]
 
 
 def _owner_default(owner: type, name: str) -> Any:
@@ -135,6 +156,9 @@ def _feed(owner: type, name: str, constraint: Constraint, doc: str, **kw: Any) -
 
 _ID = Text(1, 24, pattern=r"[A-Za-z0-9_.:-]+", description="1 to 24 of A-Z a-z 0-9 _ . : -")
 _PATH = Text()
+_TOPIC = Text(1, pattern=r"[^+#\x00$][^+#\x00]*",
+              description="an MQTT topic without wildcards ('+', '#') or a leading '$'",
+              example="edgelearn/x")
 
 
 def _limits() -> dict[str, Setting]:
@@ -200,6 +224,28 @@ SCHEMA: dict[str, Section] = {
         '$'. Subscriptions use the same templates with '+' in place of {stream}. An
         instance serving a share of the streams subscribes to its own subtree, e.g.
         data = "sensors/a/{stream}/data" (see docs/fleet.md).""", _topics()),
+    "json": Section("""
+        JSON sensor objects on the data topic (Zigbee2MQTT, Tasmota, Shelly, your own
+        firmware; see docs/integrations.md). A payload starting with '{' is JSON, any
+        other msgpack; both under the same [limits]. Numeric fields are channels,
+        nested objects flatten to dotted names (AM2301.Temperature), bools and strings
+        are not channels unless listed below. "seq" and "ts" are optional: without
+        them the gateway numbers each reading after the stream's last one and stamps
+        it with the time it received it. An object with "ch" (or "readings") follows
+        the msgpack schema instead.""", {
+        "enabled": _feed(JsonFields, "enabled", Boolean(),
+                         'false: a JSON payload is rejected ("not_json")'),
+        "label_field": _feed(JsonFields, "label_field", Text(), """
+            The field that is the label, kept as the sensor sends it (a bool, int or
+            str), e.g. "occupancy" to learn a Zigbee2MQTT motion sensor's occupancy
+            from its other readings. Empty: objects carry no label."""),
+        "bool_channels": _feed(JsonFields, "bool_channels", FieldList(), """
+            Fields whose switch values (true/false, "ON"/"OFF") become channels 1/0,
+            e.g. ["contact", "POWER"]."""),
+        "ignore": _feed(JsonFields, "ignore", FieldList(), """
+            Numeric fields that are not channels, e.g. ["linkquality", "battery",
+            "voltage"]."""),
+    }),
     "limits": Section("""
         Hard bounds on every inbound message, applied before and while decoding; a
         message beyond them is rejected, counted by reason, and never stops the
@@ -306,6 +352,38 @@ SCHEMA: dict[str, Section] = {
         "key_file": _feed(MqttSettings, "key_file", _PATH,
                           "its private key (empty: the key is in cert_file)"),
     }),
+    "status_json": Section("""
+        The retained status message also as JSON, for dashboards, Node-RED and
+        mosquitto_sub (the msgpack one stays as it is). Off by default.""", {
+        "enabled": Setting(Boolean(), "true: publish it beside every msgpack status", False),
+        "topic": Setting(_TOPIC, """
+            Its topic; {gateway} is replaced by [gateway] id. Keep it off the stream
+            topics' patterns.""", "edgelearn/status/{gateway}/json"),
+    }),
+    "homeassistant": Section("""
+        Home Assistant MQTT discovery (see docs/integrations.md). Off by default; when
+        on, each stream appears in HA as a device with its prediction (a binary_sensor
+        for a binary learner, else a sensor), running accuracy, labels asked and query
+        rate, and the gateway as a device with its health.""", {
+        "enabled": Setting(Boolean(), "true: publish discovery configs and states", False),
+        "discovery_prefix": Setting(_TOPIC, "HA's discovery prefix", "homeassistant"),
+        "birth_topic": Setting(_TOPIC, """
+            Where HA says "online" when it starts; the gateway then announces
+            everything again.""", "homeassistant/status"),
+        "state_prefix": Setting(_TOPIC, """
+            The JSON state topics: {state_prefix}/{gateway} (health),
+            {state_prefix}/{gateway}/{stream} and {state_prefix}/{gateway}/availability.""",
+                                "edgelearn/ha"),
+    }),
+    "prometheus": Section("""
+        A Prometheus scrape endpoint, http://host:port/metrics (see
+        docs/integrations.md). Off by default; loopback only unless host says
+        otherwise.""", {
+        "enabled": Setting(Boolean(), "true: serve /metrics", False),
+        "host": Setting(Text(1), 'address to listen on; "0.0.0.0" for every interface',
+                        "127.0.0.1"),
+        "port": Setting(Interval(int, 1, 65_535), "TCP port (1 to 65535)", 9464),
+    }),
     "checkpoints": Section("""
         One file per stream (stream-<id>.ckpt, plus the previous generation .ckpt.1),
         restored at start; an unreadable newest generation falls back to the older one.
@@ -378,9 +456,15 @@ _HEADER = """\
 # and the gateway id (--gateway-id ID).
 #
 # Budgets are fixed at start: the gateway never grows a table past what is set here,
-# and reports the memory they add up to in its status message ("memory"). The
-# defaults suit a Raspberry Pi 3/4 serving a few dozen sensor streams (well under
-# 100 MiB in all, most of it Python and NumPy themselves).
+# and reports the memory they add up to in its status message ("memory"): about
+# 10 MiB with these defaults. The process is much larger than its tables: Python,
+# NumPy, numba and its LLVM library come to about 160 MiB before the first message.
+# docs/bench-memory.md (python tools/bench_memory.py) measured a peak RSS of 228 MiB
+# (these defaults, PAACDS, 1 or 100 streams, kernels compiled in the process; 199
+# MiB when `edgelearn warmup` filled the Numba cache first, as the unit does), flat
+# however long the stream. The systemd unit's MemoryHigh (288M) and MemoryMax (352M)
+# leave 1.25x and 1.5x that figure at least. The defaults suit a Raspberry Pi 3/4/5
+# (64-bit) serving a few dozen sensor streams.
 """
 
 _LEARNER_PARAMS = """\
@@ -524,7 +608,8 @@ class GatewayConfig:
     def pipeline_params(self) -> dict[str, Any]:
         """The :class:`Pipeline` parameters this configuration sets."""
         params = self._fed(Pipeline)
-        params.update(topics=self.topics, limits=self.limits)
+        params.update(topics=self.topics, limits=self.limits,
+                      json_fields=JsonFields(**self._fed(JsonFields)))
         return params
 
     def make_pipeline(self, clock=time.monotonic) -> Pipeline:
@@ -677,6 +762,14 @@ def _build(
             errors.append(
                 f"[gateway] id must not be one of the ids the topic layout reserves "
                 f"({', '.join(sorted(topics.reserved_gateways))}), got {gateway_id!r}"
+            )
+    # Integrations: their topics must not fall on the gateway's own.
+    if topics is not None and gateway_id is not None:
+        json_topic = v["status_json"]["topic"]
+        if json_topic is not None and topics.parse(json_topic.replace("{gateway}", gateway_id)):
+            errors.append(
+                f"[status_json] topic must not fit a [topics] template (it would overwrite "
+                f"or feed the gateway's own topics), got {json_topic!r}"
             )
     # Recorder.
     if rec["enabled"] and rec["directory"] == "":

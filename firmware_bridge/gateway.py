@@ -29,6 +29,7 @@ gateway``).
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import math
 import os
@@ -48,7 +49,7 @@ from .config import GatewayConfig
 from .counters import CounterRegistry
 from .mqtt import InboundMessage, MqttBridge
 from .pipeline import RateLimitedLog
-from .protocol import encode_status
+from .protocol import encode_status, to_wire
 from .systemd import SystemdNotifier
 
 __all__ = ["TICK_SECONDS", "Gateway", "NORMAL_PIPELINE_COUNTERS"]
@@ -59,6 +60,7 @@ TICK_SECONDS = 0.25
 """Longest the worker waits for a message before doing its periodic work."""
 
 _STATUS_MIN_INTERVAL_S = 1.0  # status on change, but not more often than this
+_INTEGRATION_INTERVAL_S = 1.0  # Home Assistant states and the metrics page, at most
 # At a stop: how long the worker may go on with what it had received (outputs the
 # broker has not taken by then leave their messages unacknowledged: they come again),
 # how long the "stopped" status may take, and how long the main thread waits for all.
@@ -138,9 +140,41 @@ class Gateway:
         self.recorder = config.make_recorder()
         if self.recorder is not None:
             self.registry.register("recorder", lambda: {"recorded": self.recorder.records_written})
+        # The integrations, each imported and started only when configured on.
+        self._status_json_topic = None
+        if config["status_json.enabled"]:
+            self._status_json_topic = config["status_json.topic"].replace(
+                "{gateway}", config.gateway_id)
+        self.homeassistant = None
+        self._birth_topic = None  # compared with every inbound topic only when HA is on
+        if config["homeassistant.enabled"]:
+            from .homeassistant import HomeAssistant
+
+            self.homeassistant = HomeAssistant(
+                config.gateway_id, config["homeassistant.discovery_prefix"],
+                config["homeassistant.state_prefix"], config["homeassistant.birth_topic"],
+                expire_after_s=int(max(60, 3 * config.status_interval_s)))
+            self._birth_topic = self.homeassistant.birth_topic
+        self.metrics_server = None
+        if config["prometheus.enabled"]:
+            from .prometheus import MetricsServer
+
+            host, port = config["prometheus.host"], config["prometheus.port"]
+            try:
+                self.metrics_server = MetricsServer(host, port)
+            except OSError as exc:
+                raise OSError(f"[prometheus] cannot listen on {host}:{port}: "
+                              f"{exc.strerror or exc}") from None
+        self._next_integrations = clock()
+        self._ha_states: dict[str, tuple] = {}  # stream -> what its last state showed
+        self._ha_connection = 0  # the outbound connection the entities were announced on
+        self._last_checkpoint_at = self.started_at
+        subscriptions = config.topics.inbound_filters()
+        if self._birth_topic is not None:
+            subscriptions += (self._birth_topic,)
         self.bridge = MqttBridge(
             config.mqtt,
-            config.topics.inbound_filters(),
+            subscriptions,
             self.status_topic,
             encode_status({"state": "offline", "gateway": config.gateway_id}),
             config.limits.max_payload_bytes,
@@ -228,6 +262,8 @@ class Gateway:
         self._checkpoints_written.inc(written)
         if self.journal is not None and not failed:
             self.journal.truncate()
+        if written:
+            self._last_checkpoint_at = time.time()
         return written
 
     # -- status ----------------------------------------------------------------------
@@ -273,13 +309,90 @@ class Gateway:
         }
 
     def publish_status(self, state: str = "online") -> Any:
-        info = self.bridge.publish(self.status_topic, encode_status(self.status(state)), 1, True)
+        status = self.status(state)
+        info = self.bridge.publish(self.status_topic, encode_status(status), 1, True)
         self._status_published.inc()
+        if self._status_json_topic is not None:
+            info = self.bridge.publish(self._status_json_topic, status_json(status), 1, True)
+        if self.homeassistant is not None:
+            ha = self.homeassistant
+            if state == "online":
+                self.bridge.publish(ha.availability_topic, b"online", 1, True)
+            info = self.bridge.publish(ha.gateway_state_topic, ha.gateway_state(status), 1, True)
+            if state != "online":
+                info = self.bridge.publish(ha.availability_topic, b"offline", 1, True)
         return info
+
+    # -- integrations (Home Assistant, Prometheus) -----------------------------------
+
+    def _integrations(self, now: float) -> None:
+        """Home Assistant discovery and states, and the metrics page; at most once a
+        second, from the worker."""
+        if now < self._next_integrations:
+            return
+        self._next_integrations = now + _INTEGRATION_INTERVAL_S
+        pipeline = self.pipeline
+        streams = pipeline.status()["streams"]
+        ha = self.homeassistant
+        if ha is not None and self.bridge.can_publish:
+            if self._ha_connection != self.bridge.out_connects:
+                # A (re)connection: a broker without persistence lost the retained
+                # configs, so announce everything again (a few messages per stream).
+                self._ha_connection = self.bridge.out_connects
+                ha.forget_announcements()
+                self._ha_states.clear()
+            publish = self.bridge.publish
+            for topic, payload in ha.announcements(
+                    (name, pipeline.is_binary(name)) for name in streams):
+                publish(topic, payload, 1, True)
+            for name, stream_status in streams.items():
+                shown = (pipeline.last_prediction(name), stream_status["data"],
+                         stream_status["learned"])
+                if self._ha_states.get(name) != shown:
+                    self._ha_states[name] = shown
+                    publish(ha.stream_state_topic(name),
+                            ha.stream_state(stream_status, shown[0], pipeline.is_binary(name)),
+                            0, True)
+        if self.metrics_server is not None:
+            self.metrics_server.update(self.metrics_page(streams))
+
+    def metrics_page(self, streams: dict[str, Any] | None = None) -> str:
+        """Every counter, per-stream figure and gauge in Prometheus' text format."""
+        from .prometheus import render_gauges, render_streams
+
+        labels = {"gateway": self.config.gateway_id}
+        if streams is None:
+            streams = self.pipeline.status()["streams"]
+        gauges = {
+            "memory_bytes": ("the fixed memory budget by part", self.memory(), "part"),
+            "connected": ("1 while both MQTT links are up", self.bridge.connected, None),
+            "uptime_seconds": ("seconds since the start", time.time() - self.started_at, None),
+            "checkpoint_age_seconds": (
+                "seconds since a checkpoint was last written (or since the start)",
+                time.time() - self._last_checkpoint_at, None),
+            "queue_length": ("inbound messages waiting for the worker",
+                             len(self.bridge.inbound), None),
+            "streams": ("streams served", len(streams), None),
+        }
+        return (self.registry.exposition("edgelearn_", labels)
+                + render_streams(streams, labels) + render_gauges(gauges, labels))
+
+    def _handle_birth(self, payload: bytes) -> None:
+        """Home Assistant (re)started: announce every entity again."""
+        if payload.strip() == b"online":
+            logger.info("Home Assistant is online: announcing the entities again")
+            self.homeassistant.forget_announcements()
+            self._ha_states.clear()
+            self._next_integrations = self._clock()
 
     # -- the worker ------------------------------------------------------------------
 
     def _process(self, item: InboundMessage) -> None:
+        if item.topic == self._birth_topic:  # None unless Home Assistant is on
+            self._handle_birth(item.payload)
+            if item.qos:
+                self._unacked.append((item, None))
+            return
         if self.recorder is not None:
             try:
                 self.recorder.write(item.topic, item.payload, item.received_at)
@@ -357,6 +470,8 @@ class Gateway:
             if self.bridge.can_publish:
                 self._status_changed = False
                 self.publish_status("online")
+        if self.homeassistant is not None or self.metrics_server is not None:
+            self._integrations(now)
         journal = self.journal
         if now >= self._next_checkpoint or (journal is not None and journal.wants_checkpoint):
             self._next_checkpoint = now + self.config.checkpoint_interval_s
@@ -436,6 +551,11 @@ class Gateway:
 
     def start(self) -> None:
         """Start the worker (it connects in the background); then tell systemd READY."""
+        if self.metrics_server is not None:
+            self.metrics_server.update(self.metrics_page())
+            self.metrics_server.start()
+            logger.info("serving metrics on http://%s:%d/metrics", self.metrics_server.host,
+                        self.metrics_server.port)
         self.bridge.start()
         self._worker.start()
         self.notifier.notify("READY=1")
@@ -476,6 +596,8 @@ class Gateway:
                 logger.error("closing the recorder failed: %s", exc)
         if self.journal is not None:
             self.journal.close()
+        if self.metrics_server is not None:
+            self.metrics_server.close()
         self.notifier.close()
         logger.info("stopped")
         return 1 if self._failed or self._final_checkpoint_failed else 0
@@ -494,6 +616,26 @@ class Gateway:
 
 def _name_failures(failed: dict[str, Exception]) -> str:
     return "; ".join(f"{stream!r}: {exc}" for stream, exc in failed.items())
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN; dashboards read null as "no value yet"
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def status_json(status: dict[str, Any]) -> bytes:
+    """The status message as JSON (NaN as null), for the JSON status mirror.
+
+    >>> status_json({"state": "online", "streams": {"s1": {"accuracy": float("nan")}}})
+    b'{"state":"online","streams":{"s1":{"accuracy":null}}}'
+    """
+    return json.dumps(_json_safe(to_wire(status)), separators=(",", ":"),
+                      allow_nan=False).encode("utf-8")
 
 
 def _taken_by_broker(info: Any) -> bool:

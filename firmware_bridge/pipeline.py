@@ -101,6 +101,8 @@ from edgelearn.metrics import ClassificationMetrics, MultiLabelMetrics
 
 from .labels import Outcome, PendingEntry, PendingLabels
 from .protocol import (
+    DEFAULT_JSON_FIELDS,
+    JsonFields,
     DEFAULT_LIMITS,
     REJECT_REASONS,
     DataBatch,
@@ -255,6 +257,7 @@ class _Stream:
         "seq_out_of_order",
         "seq_restarts",
         "last_received_at",
+        "last_label",
     )
 
     def __init__(self, name: str, learner: Any, topics: Topics):
@@ -290,6 +293,7 @@ class _Stream:
         self.seq_out_of_order = 0
         self.seq_restarts = 0
         self.last_received_at = math.nan
+        self.last_label = None  # the latest prediction (Home Assistant's state)
 
     _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels",
                  *SEQUENCE_COUNTERS)
@@ -347,6 +351,9 @@ class Pipeline:
         QoS of the outbound messages.
     log_interval_s
         Seconds between log lines per reject reason.
+    json_fields
+        How JSON sensor objects on the data topic become readings
+        (:class:`~firmware_bridge.protocol.JsonFields`; default: accepted, no label).
     """
 
     #: What the parameters the pipeline checks itself may be (edgelearn.constraints);
@@ -358,6 +365,7 @@ class Pipeline:
         "label_policy": Options(*LABEL_POLICIES),
         "prediction_qos": Options(0, 1, 2),
         "label_request_qos": Options(0, 1, 2),
+        "json_fields": OneOf(Options(None), InstanceOf(JsonFields, description="a JsonFields")),
     }
 
     def __init__(
@@ -377,15 +385,18 @@ class Pipeline:
         prediction_qos: int = 1,
         label_request_qos: int = 1,
         log_interval_s: float = 60.0,
+        json_fields: JsonFields | None = None,
     ):
         checked = check_params("Pipeline", {
             "topics": topics, "limits": limits,
             "max_streams": max_streams, "label_policy": label_policy,
             "prediction_qos": prediction_qos, "label_request_qos": label_request_qos,
+            "json_fields": json_fields,
         }, self._parameter_constraints)
         owner = "Pipeline"
         self.topics = Topics() if topics is None else topics
         self.limits = limits
+        self.json_fields = DEFAULT_JSON_FIELDS if json_fields is None else json_fields
         self.max_streams = checked["max_streams"]
         self.label_policy = checked["label_policy"]
         self.prediction_qos = checked["prediction_qos"]
@@ -486,16 +497,19 @@ class Pipeline:
                         plain = [plain_reading(r, limits, names) for r in readings]
                         if None not in plain:
                             return self._answer_batch(stream, plain, received_at)
-        message = parse_message(topic, payload, self.topics, self.limits)
+        message = parse_message(topic, payload, self.topics, self.limits, self.json_fields)
         if isinstance(message, DataMessage):
             if message.non_finite:
                 self._rejects.count(message)
             stream = self._stream(message.stream)
             if stream is None:
                 return []
-            return self._answer(
-                stream, (message.ts, message.seq, message.channels, message.y), received_at
-            )
+            seq, ts = message.seq, message.ts
+            if seq < 0:  # a JSON sensor object without "seq": the gateway numbers it
+                seq = stream.last_seq + 1
+            if ts != ts:  # ... and without "ts": stamped with its receive time
+                ts = received_at
+            return self._answer(stream, (ts, seq, message.channels, message.y), received_at)
         if isinstance(message, DataBatch):
             self._rejects.count(message)
             for index, reject in message.rejects:
@@ -597,6 +611,7 @@ class Pipeline:
             self._sequence(stream, seq)
         stream.last_received_at = received_at
         label, ask = decision.label, decision.ask
+        stream.last_label = label
         if ask:
             self._asked += 1
             stream.asked += 1
@@ -782,6 +797,17 @@ class Pipeline:
         self._learned += 1
         entry.learned += 1
         return "replayed"
+    def stream_counters(self, stream: str) -> dict[str, int]:
+        """``stream``'s counters: data, asked, label_requests, learned, unusable_labels."""
+        return self._streams[stream].counters()
+
+    def last_prediction(self, stream: str) -> Any:
+        """The label last predicted for ``stream`` (``None`` before its first reading)."""
+        return self._streams[stream].last_label
+
+    def is_binary(self, stream: str) -> bool:
+        """Whether ``stream``'s learner predicts True/False."""
+        return self._streams[stream].binary
 
     def metrics(self, stream: str) -> ClassificationMetrics:
         """The prequential metrics of ``stream`` (``KeyError`` if unknown)."""

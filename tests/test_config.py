@@ -17,7 +17,7 @@ import pytest
 import edgelearn
 from firmware_bridge.cli import _overrides_from_args, add_gateway_arguments, run_gateway
 from firmware_bridge.config import SCHEMA, GatewayConfig, load_config, render_default_config
-from firmware_bridge.protocol import DEFAULT_LIMITS, Topics
+from firmware_bridge.protocol import DEFAULT_LIMITS, JsonFields, Topics
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
@@ -83,8 +83,9 @@ def test_defaults_have_one_source():
     pipeline_defaults = {name: p.default for name, p in
                          inspect.signature(Pipeline).parameters.items()}
     for name, value in config.pipeline_params().items():
-        if name not in ("topics", "limits"):
+        if name not in ("topics", "limits", "json_fields"):
             assert value == pipeline_defaults[name], name
+    assert config.pipeline_params()["json_fields"] == JsonFields()  # Pipeline's None
     assert config.max_streams == pipeline_defaults["max_streams"] == 32
     defaults = MqttSettings()
     for name in ("host", "port", "brokers", "protocol", "keepalive_seconds",

@@ -46,13 +46,15 @@ def test_template_unit_gives_each_instance_its_config_id_and_state():
     template, single = _settings(TEMPLATE), _settings(SINGLE)
     argv = shlex.split(template["ExecStart"])
     assert argv[argv.index("--config") + 1] == "/etc/edgelearn/%i.toml"
+    # The warm-up fills the instance's own cache from the instance's own config.
+    assert template["ExecStartPre"].endswith("edgelearn warmup --config /etc/edgelearn/%i.toml")
     # The gateway id makes the client id, the session and the retained status topic.
     assert argv[argv.index("--gateway-id") + 1] == "%i"
     assert argv[argv.index("--state-dir") + 1] == "/var/lib/edgelearn/%i/state"
     assert template["StateDirectory"] == "edgelearn/%i"
     assert "%i" in template["Environment"] or "%i" in template["CacheDirectory"]
     # Everything else (notify, watchdog, restart policy, hardening) as the single unit.
-    per_instance = {"Description", "ExecStart", "StateDirectory", "CacheDirectory",
+    per_instance = {"Description", "ExecStartPre", "ExecStart", "StateDirectory", "CacheDirectory",
                     "Environment"}
     assert {k: v for k, v in template.items() if k not in per_instance} == {
         k: v for k, v in single.items() if k not in per_instance

@@ -215,6 +215,7 @@ def _bad_inputs():
         "bad_label": (topics.label("s1"), pack({"req": "gw1-0-00", "y": 0.5})),
         "bad_batch": (topics.data("s1"), pack({"readings": [], "ts": 1.0})),
         "too_many_readings": (topics.data("s1"), pack({"readings": [good] * 65})),
+        "not_json": (topics.data("s1"), b'{"temperature": 21.4'),
     }
 
 

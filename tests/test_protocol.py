@@ -80,6 +80,7 @@ REACH_EVERY_REASON = {
     "too_many_readings": (
         DATA, pack({"readings": [msgpack.unpackb(data())] * 3}), Limits(max_batch_readings=2)
     ),
+    "not_json": (DATA, b'{"temperature": 21.4,}', DEFAULT_LIMITS),
 }
 
 

@@ -17,6 +17,12 @@ same rule to answer label requests from the ground truth, so give both the same
 ``ts`` is the wall-clock time of publishing, so a subscriber to the predictions can
 measure publish-to-prediction latency. A summary is printed as one JSON line at the end.
 
+``--json`` publishes each reading as a sensor's own JSON object, the way Zigbee2MQTT
+does: the channels as top-level numeric fields beside ``seq`` and ``ts``, and with
+``--with-labels`` the label under ``--json-label`` (default ``occupancy``); the
+gateway reads it with ``[json] label_field`` set to that name (docs/integrations.md).
+Combine with ``--data-template "zigbee2mqtt/{stream}"`` for the Zigbee2MQTT layout.
+
 ``--batch N`` sends each stream's readings N at a time, as a sensor hub does: one
 batch message ``{"readings": [...]}`` per N readings of a stream (each reading with
 its own ``seq``, ``ts`` and channels; the last batch of a stream may be shorter), so
@@ -151,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=1, metavar="N",
                         help="readings per message: N > 1 sends batch messages of N "
                         "readings of one stream (default: 1, one reading per message)")
+    parser.add_argument("--json", action="store_true",
+                        help="publish JSON sensor objects (channels as fields, Zigbee2MQTT "
+                        "style) instead of msgpack data messages")
+    parser.add_argument("--json-label", default="occupancy", metavar="FIELD",
+                        help="--json --with-labels: the field carrying the label "
+                        "(default: %(default)s)")
     parser.add_argument("--data-template", default=Topics().data_template,
                         help="data topic template, with {stream} as a whole level "
                         "(default: %(default)s)")
@@ -172,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--rate must be >= 0, got {args.rate}")
     if args.batch < 1:
         parser.error(f"--batch must be >= 1, got {args.batch}")
+    if args.json and args.batch > 1:
+        parser.error("--json sends one reading per message: leave --batch at 1")
     streams = [f"{args.stream_prefix}{i}" for i in range(args.streams)]
     try:
         topics = Topics(data_template=args.data_template)
@@ -222,7 +236,13 @@ def main(argv: list[str] | None = None) -> int:
             if delay > 0:
                 time.sleep(delay)
             next_at += interval
-        if args.batch == 1:
+        if args.json:
+            fields = {**channels, "seq": seq, "ts": time.time()}
+            if y is not None:
+                fields[args.json_label] = y
+            client.publish(data_topics[stream], json.dumps(fields).encode(), args.qos)
+            sent += 1
+        elif args.batch == 1:
             client.publish(data_topics[stream], encode_data(time.time(), seq, channels, y),
                            args.qos)
             sent += 1

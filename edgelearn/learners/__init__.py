@@ -1,22 +1,75 @@
-"""One module per learner; :func:`from_state` rebuilds any of them."""
+"""One module per learner; :func:`from_state` rebuilds any of them.
 
-from .arow import ActiveAROW
+A learner's module (and the Numba kernels it defines) is imported the first
+time its class is asked for, here or through :data:`KINDS` / :data:`LEARNERS`:
+a gateway configured for one kind never loads the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+
 from .base import Decision, Learner
-from .ensemble import OnlineEnsemble
-from .kelm import MultiLabelKELM
-from .pa import PA
-from .paacds import PAACDS
-from .pafe import PAFE
-from .synthesis_nb import SynthesisNB
+
+# Class name -> the module of this package that defines it.
+_MODULES = {
+    "PA": "pa",
+    "PAACDS": "paacds",
+    "PAFE": "pafe",
+    "SynthesisNB": "synthesis_nb",
+    "MultiLabelKELM": "kelm",
+    "OnlineEnsemble": "ensemble",
+    "ActiveAROW": "arow",
+}
+
+
+def _load(class_name: str) -> type:
+    module = importlib.import_module(f"{__name__}.{_MODULES[class_name]}")
+    return getattr(module, class_name)
+
+
+class _LazyClasses(Mapping):
+    """A read-only ``{name: learner class}`` whose classes are imported on lookup;
+    its keys (and ``in``) need no import."""
+
+    def __init__(self, class_names: dict[str, str]):
+        self._class_names = class_names
+
+    def __getitem__(self, key: str) -> type:
+        return _load(self._class_names[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._class_names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._class_names)
+
+    def __len__(self) -> int:
+        return len(self._class_names)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v}" for k, v in self._class_names.items()) + "}"
+
 
 #: Learner classes by the ``kind`` their state carries.
-LEARNERS = {cls.__name__: cls for cls in (PA, PAACDS, PAFE, SynthesisNB, MultiLabelKELM, OnlineEnsemble, ActiveAROW)}
+LEARNERS = _LazyClasses({name: name for name in _MODULES})
 
 #: Learner classes by the name a configuration file uses for them.
-KINDS = {
-    "paacds": PAACDS, "pa": PA, "pafe": PAFE, "synthesis_nb": SynthesisNB, "kelm_multilabel": MultiLabelKELM,
-    "ensemble": OnlineEnsemble, "active_arow": ActiveAROW,
-}
+KINDS = _LazyClasses({
+    "paacds": "PAACDS", "pa": "PA", "pafe": "PAFE", "synthesis_nb": "SynthesisNB",
+    "kelm_multilabel": "MultiLabelKELM", "ensemble": "OnlineEnsemble", "active_arow": "ActiveAROW",
+})
+
+
+def __getattr__(name: str) -> type:
+    if name in _MODULES:
+        return _load(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULES))
 
 #: The learner kind a gateway stream, ``edgelearn replay`` and
 #: :func:`make_learner` get when none is named: ActiveAROW if it meets the

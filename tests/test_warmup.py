@@ -1,0 +1,103 @@
+"""``edgelearn warmup`` fills the Numba cache the gateway then loads from.
+
+Each check runs fresh processes against a cache folder of its own
+(``NUMBA_CACHE_DIR``), as the systemd unit does: the first warm-up compiles,
+a second compiles nothing, and the gateway's pipeline replaying a real sensor
+log in a third process finds every kernel it calls in the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(args: list[str], cache: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    result = subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def _warmup(cache: Path, *extra: str) -> list[dict]:
+    cli = [sys.executable, "-m", "firmware_bridge.cli", "warmup", "--json", *extra]
+    return json.loads(_run(cli, cache).stdout)
+
+
+# The gateway's pipeline on the bundled office log (not the warm-up's synthetic
+# stream), counting the kernels it had to compile.
+REPLAY = textwrap.dedent("""
+    import json, sys
+    from firmware_bridge.cli import DEMO_LOG
+    from firmware_bridge.config import load_config
+    from firmware_bridge.recorder import iter_logs
+    from firmware_bridge.warmup import cache_counts
+
+    config, errors = load_config(sys.argv[1] if len(sys.argv) > 1 else None)
+    assert not errors, errors
+    pipeline = config.make_pipeline()
+    n = 0
+    for record in iter_logs([str(DEMO_LOG)]):
+        pipeline.handle(record.topic, record.payload, 0.0)
+        n += 1
+    compiled, loaded = cache_counts()
+    print(json.dumps({"messages": n, "compiled": compiled, "loaded": loaded,
+                      "predictions": pipeline.counters()["predictions"]}))
+""")
+
+
+def test_warmup_fills_the_cache_the_gateway_then_loads_from(tmp_path):
+    cache = tmp_path / "numba"
+    (first,) = _warmup(cache)
+    assert first["kind"] == "paacds"
+    assert first["compiled"] > 0 and first["loaded"] == 0
+    assert [str(cache)] == [str(Path(d).parent) for d in first["cache_dirs"]]
+    assert list(cache.rglob("*.nbi")), "no Numba index files in the cache folder"
+
+    (second,) = _warmup(cache)
+    assert second["compiled"] == 0, second
+    assert second["loaded"] > 0
+
+    replay = json.loads(_run([sys.executable, "-c", REPLAY], cache).stdout)
+    assert replay["predictions"] > 1000
+    assert replay["compiled"] == 0, f"the gateway compiled kernels the warm-up left out: {replay}"
+    assert replay["loaded"] > 0
+
+
+def test_without_warmup_the_gateway_compiles(tmp_path):
+    # The check above can fail: on an empty cache the same replay compiles.
+    replay = json.loads(_run([sys.executable, "-c", REPLAY], tmp_path / "empty").stdout)
+    assert replay["compiled"] > 0 and replay["loaded"] == 0
+
+
+def test_warmup_takes_the_config_learner(tmp_path):
+    config = tmp_path / "gateway.toml"
+    config.write_text('[learner]\nkind = "pa"\n[learner.params]\ncapacity = 16\n')
+    cache = tmp_path / "numba"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    result = subprocess.run(
+        [sys.executable, "-m", "firmware_bridge.cli", "warmup", "--config", str(config)],
+        env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("warmup pa: "), result.stdout
+    assert "kernels compiled" in result.stdout
+
+
+def test_warmup_reports_a_bad_config(tmp_path):
+    config = tmp_path / "gateway.toml"
+    config.write_text('[learner]\nkind = "svm"\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "firmware_bridge.cli", "warmup", "--config", str(config)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert result.returncode == 2
+    assert "The 'kind' parameter of [learner] must be one of" in result.stderr and "Got 'svm'" in result.stderr

@@ -1,0 +1,235 @@
+#!/bin/bash
+# make test-aarch64: the package on 64-bit ARM (what a Raspberry Pi 4/5 runs),
+# emulated on this machine with qemu-user.
+#
+#   1. a Debian bookworm arm64 root (debootstrap --foreign, then the second
+#      stage under qemu-aarch64), cached in $CACHE/root;
+#   2. a venv in that root with aarch64 wheels from PyPI (numpy, numba,
+#      llvmlite, msgpack, paho-mqtt, pytest, hypothesis);
+#   3. edgelearn from a wheel built here, reinstalled only when its content
+#      changed;
+#   4. `edgelearn replay` (the demo) there and here: the result lines must be
+#      equal; then the kernel/state/protocol/recorder/pipeline tests there.
+#
+# Every step that cannot be done fails the script with a message saying what
+# is missing; nothing is skipped. Needs root (debootstrap, chroot, mounts).
+#
+# Cache: ~/.cache/edgelearn-aarch64 (EDGELEARN_AARCH64_CACHE overrides). A
+# root or venv without its marker file (written last) is a half-built one from
+# an interrupted run and is built again.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")/.." && pwd)"
+CACHE="${EDGELEARN_AARCH64_CACHE:-$HOME/.cache/edgelearn-aarch64}"
+ROOT="$CACHE/root"
+ROOT_MARKER="$ROOT/.edgelearn-root-complete"
+VENV=/opt/edgelearn-venv                  # inside the root
+VENV_MARKER="$ROOT$VENV/.edgelearn-venv-complete"
+WHEEL_STAMP="$ROOT$VENV/.edgelearn-wheel-sha256"
+HOST_PY="${PY:-$HERE/.venv/bin/python}"
+MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# The runtime dependencies come from pyproject.toml (installed with the wheel);
+# these are what the named tests need on top.
+TEST_DEPS="pytest>=8 hypothesis>=6"
+TESTS="tests/test_kernels.py tests/test_state.py tests/test_protocol.py tests/test_recorder.py tests/test_pipeline.py"
+
+say() { echo "test-aarch64: $*" >&2; }
+die() { echo "test-aarch64: FAILED: $*" >&2; exit 1; }
+step_start=$(date +%s)
+step() { local now; now=$(date +%s); say "[$((now - step_start)) s] $*"; }
+
+[ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot and mounts); run it as root or with sudo."
+[ -x "$HOST_PY" ] || die "no host venv at $HOST_PY: run 'make setup' first."
+
+# -- host tools ----------------------------------------------------------------
+need_pkgs=""
+command -v debootstrap >/dev/null 2>&1 || need_pkgs="$need_pkgs debootstrap"
+[ -e /usr/bin/qemu-aarch64-static ] || need_pkgs="$need_pkgs qemu-user-static"
+command -v update-binfmts >/dev/null 2>&1 || need_pkgs="$need_pkgs binfmt-support"
+if [ -n "$need_pkgs" ]; then
+    step "installing Debian packages:$need_pkgs"
+    apt-get update -qq || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need_pkgs >/dev/null \
+        || die "apt-get install$need_pkgs failed"
+fi
+
+# -- binfmt: the kernel must hand aarch64 ELF files to qemu ----------------------
+BINFMT=/proc/sys/fs/binfmt_misc
+if [ ! -e "$BINFMT/status" ]; then
+    mount -t binfmt_misc binfmt_misc "$BINFMT" \
+        || die "cannot mount binfmt_misc on $BINFMT (a container without that privilege cannot run foreign binaries)"
+fi
+if ! grep -qx enabled "$BINFMT/qemu-aarch64" 2>/dev/null; then
+    step "registering qemu-aarch64 with binfmt_misc"
+    update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+    if ! grep -qx enabled "$BINFMT/qemu-aarch64" 2>/dev/null; then
+        # The same entry Debian's qemu-user-static ships, written by hand;
+        # flag F keeps the interpreter open so it works inside the chroot.
+        echo ':qemu-aarch64:M::\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00:\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff:/usr/bin/qemu-aarch64-static:F' \
+            > "$BINFMT/register" 2>/dev/null || true
+    fi
+    grep -qx enabled "$BINFMT/qemu-aarch64" 2>/dev/null \
+        || die "qemu-aarch64 is not registered in $BINFMT and registering it failed"
+fi
+
+# -- mounts, undone on every exit ---------------------------------------------
+MOUNTED=()
+cleanup() {
+    local i
+    for ((i = ${#MOUNTED[@]} - 1; i >= 0; i--)); do
+        umount -l "${MOUNTED[i]}" 2>/dev/null || say "could not unmount ${MOUNTED[i]}"
+    done
+    MOUNTED=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mount_into() {  # ROOTDIR
+    local r="$1"
+    mkdir -p "$r/proc" "$r/sys" "$r/dev" "$r/dev/pts" "$r/tmp"
+    mount -t proc proc "$r/proc" || die "cannot mount /proc in $r"; MOUNTED+=("$r/proc")
+    mount --rbind /sys "$r/sys" || die "cannot bind /sys into $r"; MOUNTED+=("$r/sys")
+    mount --bind /dev "$r/dev" || die "cannot bind /dev into $r"; MOUNTED+=("$r/dev")
+    mount --bind /dev/pts "$r/dev/pts" || die "cannot bind /dev/pts into $r"; MOUNTED+=("$r/dev/pts")
+    # The Debian packages and pip need names resolved.
+    cp -L /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
+}
+
+# pip in the root trusts what pip here trusts (a network whose proxy re-signs TLS
+# has its CA in the host's bundle, not in Debian's) and uses the same proxy.
+HOST_CA="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
+PASS_ENV=()
+for var in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY PIP_INDEX_URL PIP_DEFAULT_TIMEOUT; do
+    [ -n "${!var:-}" ] && PASS_ENV+=("$var=${!var}")
+done
+
+in_root() {  # run a command in the arm64 root
+    local ca=()
+    [ -s "$ROOT/etc/ssl/host-ca.crt" ] && ca=(PIP_CERT=/etc/ssl/host-ca.crt)
+    chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
+        LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 NUMBA_CACHE_DIR=/var/cache/edgelearn-numba \
+        "${ca[@]}" "${PASS_ENV[@]}" "$@"
+}
+
+mkdir -p "$CACHE"
+# One run at a time per cache; with the lock held, mounts left in the root are
+# from a run that was killed before its clean-up: undo them.
+exec 9>"$CACHE/lock"
+flock -n 9 || die "another make test-aarch64 holds $CACHE/lock"
+stale=$(awk -v r="$ROOT/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r)
+for m in $stale; do
+    say "unmounting $m, left by an interrupted run"
+    umount -l "$m" || die "cannot unmount $m (left by an interrupted run)"
+done
+
+# -- 1. the root ----------------------------------------------------------------
+if [ ! -e "$ROOT_MARKER" ]; then
+    if [ -e "$ROOT" ]; then
+        step "removing a half-built root ($ROOT has no marker)"
+        rm -rf --one-file-system "$ROOT"
+    fi
+    step "debootstrap --foreign bookworm arm64 (first stage, on the host)"
+    debootstrap --foreign --arch=arm64 --variant=minbase \
+        --include=python3,python3-venv,ca-certificates bookworm "$ROOT" "$MIRROR" >"$CACHE/debootstrap-1.log" 2>&1 \
+        || die "debootstrap first stage failed; see $CACHE/debootstrap-1.log"
+    cp /usr/bin/qemu-aarch64-static "$ROOT/usr/bin/"
+    mount_into "$ROOT"
+    step "debootstrap second stage (arm64 code under qemu; a few minutes)"
+    chroot "$ROOT" /debootstrap/debootstrap --second-stage >"$CACHE/debootstrap-2.log" 2>&1 \
+        || die "debootstrap second stage failed; see $CACHE/debootstrap-2.log and $ROOT/debootstrap/debootstrap.log"
+    cleanup
+    in_arch=$(chroot "$ROOT" /usr/bin/uname -m) || die "cannot run uname in the new root"
+    [ "$in_arch" = aarch64 ] || die "the root reports machine '$in_arch', expected aarch64"
+    date -u +%FT%TZ >"$ROOT_MARKER"
+    step "root ready"
+else
+    step "root cached at $ROOT"
+fi
+
+mount_into "$ROOT"
+[ "$(in_root uname -m)" = aarch64 ] || die "the cached root does not run as aarch64"
+if [ -s "$HOST_CA" ]; then
+    cp -L "$HOST_CA" "$ROOT/etc/ssl/host-ca.crt"
+else
+    rm -f "$ROOT/etc/ssl/host-ca.crt"
+fi
+
+# -- 2. the venv: PyPI's aarch64 wheels, never source builds ---------------------
+# The requirement list is part of the marker: a changed list rebuilds the venv.
+runtime_deps=$("$HOST_PY" - "$HERE/pyproject.toml" <<'EOF'
+import sys, tomllib
+with open(sys.argv[1], "rb") as f:
+    print(" ".join(tomllib.load(f)["project"]["dependencies"]))
+EOF
+)
+venv_want="$runtime_deps $TEST_DEPS"
+if [ ! -e "$VENV_MARKER" ] || [ "$(cat "$VENV_MARKER")" != "$venv_want" ]; then
+    step "venv with aarch64 wheels: $venv_want"
+    rm -rf "$ROOT$VENV"
+    in_root python3 -m venv "$VENV" || die "python3 -m venv failed in the arm64 root"
+    in_root "$VENV/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: $venv_want \
+        || die "pip could not install aarch64 wheels of: $venv_want"
+    echo "$venv_want" >"$VENV_MARKER"
+else
+    step "venv cached"
+fi
+
+# -- 3. edgelearn from a wheel built here ------------------------------------------
+WHEELS="$CACHE/wheel"
+rm -rf "$WHEELS"; mkdir -p "$WHEELS"
+step "building the edgelearn wheel on the host"
+"$HOST_PY" -m pip wheel --quiet --no-deps -w "$WHEELS" "$HERE" >"$CACHE/wheel.log" 2>&1 \
+    || die "pip wheel failed; see $CACHE/wheel.log"
+wheel=$(ls "$WHEELS"/edgelearn-*.whl 2>/dev/null | head -n 1)
+[ -n "$wheel" ] || die "pip wheel wrote no edgelearn-*.whl into $WHEELS"
+# The content, not the zip (whose entries carry file times).
+wheel_sha=$("$HOST_PY" - "$wheel" <<'EOF'
+import hashlib, sys, zipfile
+h = hashlib.sha256()
+with zipfile.ZipFile(sys.argv[1]) as z:
+    for name in sorted(z.namelist()):
+        h.update(name.encode() + b"\0" + z.read(name))
+print(h.hexdigest())
+EOF
+)
+if [ ! -e "$WHEEL_STAMP" ] || [ "$(cat "$WHEEL_STAMP")" != "$wheel_sha" ]; then
+    step "installing $(basename "$wheel") in the arm64 venv"
+    rm -f "$WHEEL_STAMP"
+    mkdir -p "$ROOT/tmp/edgelearn-wheel"
+    rm -f "$ROOT"/tmp/edgelearn-wheel/*.whl
+    cp "$wheel" "$ROOT/tmp/edgelearn-wheel/"
+    in_root "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps --force-reinstall \
+        "/tmp/edgelearn-wheel/$(basename "$wheel")" || die "pip could not install the edgelearn wheel in the arm64 venv"
+    # A new package may change the kernels: start their cache afresh.
+    rm -rf "$ROOT/var/cache/edgelearn-numba"
+    echo "$wheel_sha" >"$WHEEL_STAMP"
+else
+    step "edgelearn wheel unchanged (sha256 of its content $wheel_sha)"
+fi
+in_root "$VENV/bin/python" -c "import platform, numba, edgelearn; assert platform.machine() == 'aarch64', platform.machine()" \
+    || die "edgelearn does not import in the arm64 venv"
+
+# -- 4a. the demo, here and there ------------------------------------------------------
+result_line() { grep -E '^stream ' || true; }
+step "demo on the host (x86-64)"
+host_out=$("$HERE/.venv/bin/edgelearn" replay) || die "'edgelearn replay' failed on the host"
+host_line=$(echo "$host_out" | result_line)
+[ -n "$host_line" ] || die "the host demo printed no 'stream ...' result line: $host_out"
+step "demo in the arm64 root (emulated; about a minute with a cold numba cache)"
+arm_out=$(in_root "$VENV/bin/edgelearn" replay) || die "'edgelearn replay' failed in the arm64 root"
+arm_line=$(echo "$arm_out" | result_line)
+echo "x86-64:  $host_line"
+echo "aarch64: $arm_line"
+[ "$host_line" = "$arm_line" ] || die "the demo's result lines differ between x86-64 and aarch64"
+echo "demo result lines are equal"
+
+# -- 4b. the named tests ------------------------------------------------------------------
+# The tests (not the package: that is the installed wheel) go into a fresh folder.
+step "tests in the arm64 root: $TESTS"
+rm -rf "$ROOT/opt/edgelearn-tests"
+mkdir -p "$ROOT/opt/edgelearn-tests"
+# configs/: tests/test_protocol.py checks the shipped gateway.toml against the code.
+cp -r "$HERE/tests" "$HERE/configs" "$ROOT/opt/edgelearn-tests/"
+in_root /bin/sh -c "cd /opt/edgelearn-tests && exec $VENV/bin/python -m pytest -q -p no:cacheprovider $TESTS" \
+    || die "tests failed in the arm64 root"
+step "passed"
