@@ -346,13 +346,17 @@ class Gateway:
                     (name, pipeline.is_binary(name)) for name in streams):
                 publish(topic, payload, 1, True)
             for name, stream_status in streams.items():
-                shown = (pipeline.last_prediction(name), stream_status["data"],
-                         stream_status["learned"])
+                binary = pipeline.is_binary(name)
+                prediction = pipeline.last_prediction(name)
+                if binary and prediction is not None:
+                    # HA's binary_sensor reads ON/OFF: the positive side, whatever the
+                    # user's two labels are ("occupied"/"empty" as well as True/False).
+                    prediction = prediction == pipeline.positive_label(name)
+                shown = (prediction, stream_status["data"], stream_status["learned"])
                 if self._ha_states.get(name) != shown:
                     self._ha_states[name] = shown
                     publish(ha.stream_state_topic(name),
-                            ha.stream_state(stream_status, shown[0], pipeline.is_binary(name)),
-                            0, True)
+                            ha.stream_state(stream_status, prediction, binary), 0, True)
         if self.metrics_server is not None:
             self.metrics_server.update(self.metrics_page(streams))
 

@@ -805,6 +805,11 @@ class Pipeline:
         """The label last predicted for ``stream`` (``None`` before its first reading)."""
         return self._streams[stream].last_label
 
+    def positive_label(self, stream: str) -> Any:
+        """The label a binary ``stream`` predicts on its positive side, in the user's own
+        form (``True`` until the learner has seen a label)."""
+        return self._streams[stream].learner.targets.decode(True)
+
     def is_binary(self, stream: str) -> bool:
         """Whether ``stream``'s learner predicts True/False."""
         return self._streams[stream].binary

@@ -398,3 +398,30 @@ def test_simulated_json_sensors_are_learned_from_their_own_label_field(broker, t
     finally:
         statuses.close()
         assert gateway.terminate() == 0
+
+
+def test_a_binary_stream_with_word_labels_shows_on_and_off_in_home_assistant():
+    # A stream labelled "occupied"/"empty" predicts those words; Home Assistant's
+    # binary_sensor needs ON/OFF, so the gateway shows the positive side of the pair.
+    from firmware_bridge.pipeline import Pipeline
+    from firmware_bridge.protocol import encode_data
+
+    pipeline = Pipeline("pa", {"capacity": 8}, label_policy="from_data")
+    states = set()
+    for seq in range(40):
+        occupied = seq % 2 == 0
+        y = "occupied" if occupied else "empty"
+        payload = encode_data(float(seq), seq, {"light": 400.0 if occupied else 5.0}, y)
+        pipeline.handle("sensors/room/data", payload, float(seq))
+        prediction = pipeline.last_prediction("room")
+        if seq == 0:  # before any label: the documented rule, False (shown OFF)
+            assert prediction is False
+            continue
+        assert prediction in ("occupied", "empty")
+        shown = prediction == pipeline.positive_label("room")
+        state = json.loads(HomeAssistant.stream_state({"data": seq + 1}, shown, True))
+        states.add((prediction, state["prediction"]))
+    # Both words seen, each always shown as one of ON/OFF and never as "unknown".
+    assert {p for p, _ in states} == {"occupied", "empty"}
+    assert {s for _, s in states} == {"ON", "OFF"}
+    assert len(states) == 2
