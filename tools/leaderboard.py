@@ -99,6 +99,48 @@ def _gap(metric: str, ours: float, theirs: float) -> float:
     return theirs - ours if metric in LOWER_IS_BETTER else ours - theirs
 
 
+def _select(aim: Aim, protocols: dict[str, list[dict]], problems: list[str]) -> list[str]:
+    """The page's protocols the aim's selectors pick, each selector at least one."""
+    chosen = []
+    for selector in aim.protocols:
+        picked = [p for p in protocols if all(word.lower() in p.lower() for word in selector)]
+        if not picked:
+            problems.append(f"no protocol of {aim.stem} names {' and '.join(map(repr, selector))}")
+        chosen += [p for p in picked if p not in chosen]
+    return chosen
+
+
+def _compare(aim: Aim, protocol: str, rows: dict[str, dict], problems: list[str]) -> list[dict]:
+    """Ours against each rival on one protocol: every metric, and the CPU ratio if the
+    aim bounds it. A row or figure the comparison needs and lacks goes to ``problems``."""
+    missing = [name for name in (aim.ours, *aim.rivals) if name not in rows]
+    if missing:
+        problems.append(f"{protocol} has no row {', '.join(map(repr, missing))} "
+                        f"(its rows: {', '.join(map(repr, rows))})")
+        return []
+    ours, comparisons = rows[aim.ours], []
+    for rival in aim.rivals:
+        for metric in aim.metrics:
+            if metric not in ours["metrics"] or metric not in rows[rival]["metrics"]:
+                problems.append(f"{protocol}: {aim.ours} or {rival} has no {metric}")
+                continue
+            a, b = ours["metrics"][metric], rows[rival]["metrics"][metric]
+            comparisons.append({"protocol": protocol, "rival": rival, "metric": metric,
+                                "ours": a, "theirs": b, "gap": _gap(metric, a, b),
+                                "ok": _better_or_equal(metric, a, b)})
+        if aim.max_cpu_ratio is None:
+            continue
+        mine, theirs = ours["cpu_us_per_instance"], rows[rival]["cpu_us_per_instance"]
+        if mine is None or theirs is None or theirs <= 0:
+            problems.append(f"{protocol}: CPU per instance of {aim.ours} or {rival} not measured")
+            continue
+        ratio = mine / theirs
+        comparisons.append({"protocol": protocol, "rival": rival, "metric": "CPU ratio",
+                            "ours": ratio, "theirs": aim.max_cpu_ratio,
+                            "gap": aim.max_cpu_ratio - ratio, "ok": ratio <= aim.max_cpu_ratio})
+    return comparisons
+
+
 def judge(aim: Aim, documents: dict[str, dict]) -> dict:
     """``{"status": "met" | "not met" | "cannot be judged", "line": markdown}``."""
     head = f"* **Item {aim.item}**: {aim.text}."
@@ -107,66 +149,50 @@ def judge(aim: Aim, documents: dict[str, dict]) -> dict:
         return {"status": "cannot be judged",
                 "line": f"{head} **Cannot be judged**: the summary of {aim.stem} is missing "
                         f"(`{make_command(aim.stem)}` writes it)."}
-    protocols = _protocols(document)
-    chosen, problems = [], []
-    for selector in aim.protocols:
-        picked = [p for p in protocols if all(word.lower() in p.lower() for word in selector)]
-        if not picked:
-            problems.append(f"no protocol of {aim.stem} names {' and '.join(map(repr, selector))}")
-        chosen += [p for p in picked if p not in chosen]
-    comparisons, cpu_lines = [], []
-    for protocol in chosen:
-        rows = {row["learner"]: row for row in protocols[protocol]}
-        missing = [name for name in (aim.ours, *aim.rivals) if name not in rows]
-        if missing:
-            problems.append(f"{protocol} has no row {', '.join(map(repr, missing))} "
-                            f"(its rows: {', '.join(map(repr, rows))})")
-            continue
-        ours = rows[aim.ours]
-        for rival in aim.rivals:
-            for metric in aim.metrics:
-                if metric not in ours["metrics"] or metric not in rows[rival]["metrics"]:
-                    problems.append(f"{protocol}: {aim.ours} or {rival} has no {metric}")
-                    continue
-                a, b = ours["metrics"][metric], rows[rival]["metrics"][metric]
-                comparisons.append({"protocol": protocol, "rival": rival, "metric": metric,
-                                    "ours": a, "theirs": b, "gap": _gap(metric, a, b),
-                                    "ok": _better_or_equal(metric, a, b)})
-            if aim.max_cpu_ratio is not None:
-                mine, theirs = ours["cpu_us_per_instance"], rows[rival]["cpu_us_per_instance"]
-                if mine is None or theirs is None or theirs <= 0:
-                    problems.append(f"{protocol}: CPU per instance of {aim.ours} or {rival} "
-                                    "not measured")
-                    continue
-                ratio = mine / theirs
-                comparisons.append({"protocol": protocol, "rival": rival, "metric": "CPU ratio",
-                                    "ours": ratio, "theirs": aim.max_cpu_ratio,
-                                    "gap": aim.max_cpu_ratio - ratio,
-                                    "ok": ratio <= aim.max_cpu_ratio})
-    command = f"`{document['command']}`"
+    protocols, problems = _protocols(document), []
+    chosen = _select(aim, protocols, problems)
+    comparisons = [c for protocol in chosen
+                   for c in _compare(aim, protocol, {r["learner"]: r for r in protocols[protocol]},
+                                     problems)]
     if problems:
         return {"status": "cannot be judged",
-                "line": f"{head} **Cannot be judged** from {aim.stem} ({command}): "
+                "line": f"{head} **Cannot be judged** from {aim.stem} (`{document['command']}`): "
                         + "; ".join(problems) + "."}
+    detail = "; ".join(
+        f"{protocol}: " + ", ".join(_comparison(aim, c, with_protocol=False)
+                                    for c in comparisons if c["protocol"] == protocol)
+        for protocol in chosen) + _label_rates(aim, protocols, chosen)
     short = [c for c in comparisons if not c["ok"]]
-    detail = "; ".join(_comparison(aim, c) for c in comparisons)
     if not short:
-        least = min(comparisons, key=lambda c: c["gap"])
+        closest = min(comparisons, key=lambda c: c["gap"])
         return {"status": "met",
                 "line": f"{head} **Met** ({len(comparisons)} of {len(comparisons)} comparisons; "
-                        f"the closest: {_comparison(aim, least)}). All: {detail}."}
-    worst = min(short, key=lambda c: c["gap"])
+                        f"the closest: {_comparison(aim, closest)}). All: {detail}."}
     return {"status": "not met",
-            "line": f"{head} **Not met**: short in {len(short)} of {len(comparisons)} comparisons, "
-                    f"worst by {-worst['gap']:.3f} ({_comparison(aim, worst)}). All: {detail}."}
+            "line": f"{head} **Not met**: short in {len(short)} of {len(comparisons)} comparisons: "
+                    + "; ".join(_comparison(aim, c) for c in sorted(short, key=lambda c: c["gap"]))
+                    + f". All: {detail}."}
 
 
-def _comparison(aim: Aim, c: dict) -> str:
+def _label_rates(aim: Aim, protocols: dict[str, list[dict]], chosen: list[str]) -> str:
+    """The labels each side learned, where ours did not learn them all: a verdict at a
+    label budget is read beside the budget actually spent."""
+    parts = []
+    for protocol in chosen:
+        rows = {row["learner"]: row for row in protocols[protocol]}
+        rates = [(name, rows[name]["label_rate"]) for name in (aim.ours, *aim.rivals)]
+        if rates[0][1] is not None and rates[0][1] < 1.0:
+            parts.append(f"{protocol}: " + ", ".join(
+                f"{name} {'—' if rate is None else f'{rate:.1%}'}" for name, rate in rates))
+    return f". Labels learned: {'; '.join(parts)}" if parts else ""
+
+
+def _comparison(aim: Aim, c: dict, with_protocol: bool = True) -> str:
+    where = f"{c['protocol']}: " if with_protocol else ""
     if c["metric"] == "CPU ratio":
-        return (f"{c['protocol']}: {aim.ours}'s CPU per instance {c['ours']:.3f} of "
+        return (f"{where}{aim.ours}'s CPU per instance {c['ours']:.3f} of "
                 f"{c['rival']}'s (at most {c['theirs']:.2f})")
-    return (f"{c['protocol']}: {c['metric']} {c['ours']:.3f} vs {c['rival']} {c['theirs']:.3f} "
-            f"({c['gap']:+.3f})")
+    return f"{where}{c['metric']} {c['ours']:.3f} vs {c['rival']} {c['theirs']:.3f} ({c['gap']:+.3f})"
 
 
 def _metric_names(rows: list[dict]) -> list[str]:
