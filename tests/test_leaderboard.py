@@ -9,8 +9,8 @@ from results_pages import TOOLS, cells, load_tool, row, sections
 leaderboard = load_tool("leaderboard")
 summaries = load_tool("summaries")
 
-PAACDS = "PAACDS protocol (each instance drops U[0, 0.5] of its features)"
-HAPHAZARD = "Haphazard inputs (each feature present with probability 0.75)"
+PAACDS = "label budget 20%, PAACDS protocol (13 binary tasks, seeds 0-9)"
+HAPHAZARD = "label budget 20%, haphazard inputs (13 binary tasks, seeds 0-4)"
 
 
 def budget_rows(arow_accuracy_haphazard=0.816):
@@ -85,12 +85,12 @@ def test_a_missing_summary_is_listed_as_missing_never_invented(tmp_path):
 def test_missing_rows_and_protocols_are_named(tmp_path):
     rows = [{"protocol": f"{name}, 10-row overlap", "learner": learner, "library": "edgelearn",
              "metrics": {"accuracy": 0.7}} for name in ("credit_a", "svmguide3", "kr_vs_kp", "splice")
-            for learner in ("PAFE", "PA-I")]
+            for learner in ("PAFE (defaults)", "PA-I")]
     write(tmp_path, "results-pafe", rows, page=False)
     line = aim_line(leaderboard.render(tmp_path), "6 (PAFE)")
     assert "**Cannot be judged**" in line
     assert "no protocol of results-pafe names 'pima'" in line
-    assert "credit_a, 10-row overlap has no row 'NPA-r' (its rows: 'PAFE', 'PA-I')" in line
+    assert "credit_a, 10-row overlap has no row 'NPA-r' (its rows: 'PAFE (defaults)', 'PA-I')" in line
 
 
 def test_cpu_ratio_and_lower_is_better(tmp_path):
@@ -98,7 +98,7 @@ def test_cpu_ratio_and_lower_is_better(tmp_path):
         return [{"protocol": f"{stream}, 10 seeds", "learner": learner, "library": library,
                  "metrics": {"accuracy": accuracy}, "cpu_us_per_instance": cpu}
                 for stream in ("SEA (ConceptDriftStream)", "Hyperplane", "Electricity")
-                for learner, library, accuracy, cpu in (("OnlineEnsemble", "edgelearn", 0.9, cpu_ours),
+                for learner, library, accuracy, cpu in (("OnlineEnsemble (defaults)", "edgelearn", 0.9, cpu_ours),
                                                         ("River ARF", "river", 0.89, 100.0))]
 
     write(tmp_path, "results-drift", drift(cpu_ours=9.0))
@@ -106,7 +106,7 @@ def test_cpu_ratio_and_lower_is_better(tmp_path):
     write(tmp_path, "results-drift", drift(cpu_ours=12.0))
     line = aim_line(leaderboard.render(tmp_path), "5")
     assert "**Not met**: short in 3 of 6 comparisons: SEA (ConceptDriftStream), 10 seeds: " in line
-    assert "OnlineEnsemble's CPU per instance 0.120 of River ARF's (at most 0.10)" in line
+    assert "OnlineEnsemble (defaults)'s CPU per instance 0.120 of River ARF's (at most 0.10)" in line
 
     # Hamming loss is marked as better lower.
     write(tmp_path, "results-kelm", [
