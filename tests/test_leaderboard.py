@@ -93,6 +93,13 @@ def test_missing_rows_and_protocols_are_named(tmp_path):
     assert "credit_a, 10-row overlap has no row 'NPA-r' (its rows: 'PAFE (defaults)', 'PA-I')" in line
 
 
+def test_two_rows_of_one_learner_in_a_protocol_are_not_judged(tmp_path):
+    rows = budget_rows()
+    write(tmp_path, "results-label-budget", rows + [dict(rows[0], metrics={"f1": 0.1, "accuracy": 0.1})])
+    line = aim_line(leaderboard.render(tmp_path), "2")
+    assert "**Cannot be judged**" in line and f"{PAACDS} has more than one row named 'ActiveAROW'" in line
+
+
 def test_cpu_ratio_and_lower_is_better(tmp_path):
     def drift(cpu_ours):
         return [{"protocol": f"{stream}, 10 seeds", "learner": learner, "library": library,
@@ -162,6 +169,32 @@ def test_results_tools_write_the_summaries_beside_their_pages(tmp_path, tools_on
     text = leaderboard.render(tmp_path)
     assert "[results-paacds](results-paacds.md)" in text
     assert "SSBOIL moving hyperplane, 40% label noise (1 seed(s) x 300 instances)" in sections(text, level=3)
+
+
+def test_results_ensemble_writes_its_summary_from_a_run_or_a_complete_cache(tmp_path, tools_on_path,
+                                                                          monkeypatch):
+    ensemble = load_tool("results_ensemble")
+    out, cache = tmp_path / "docs" / "results-ensemble.md", tmp_path / "cache.json"
+    argv = ["--n", "400", "--compare-n", "400", "--streams", "sea", "--models", "ac_oe_nb",
+            "--compare-models", "ac_oe_nb,hoeffding_tree", "--cache", str(cache), "--out", str(out)]
+    assert ensemble.main(argv) == 0
+    [document] = summaries.read_summaries(tmp_path)
+    # The two runs stay apart even at the same length.
+    rows = {(r["protocol"].split(", mean")[0], r["learner"], r["library"]): r for r in document["rows"]}
+    assert len(rows) == len(document["rows"])
+    paper, river = "AC_OE protocol beside the paper", "AC_OE protocol beside River's ensembles"
+    assert set(rows) == {(paper, "OnlineEnsemble (nb)", "edgelearn"), (paper, "paper AC_OE", "paper"),
+                         (river, "OnlineEnsemble (nb)", "edgelearn"), (river, "River HoeffdingTree", "river")}
+    assert rows[(paper, "paper AC_OE", "paper")]["metrics"] == {"avg_realtime_accuracy": ensemble.PAPER["sea"]}
+    # The page's mean row shows the same average real-time accuracy.
+    page = sections(sections(out.read_text())["Beside the paper: 400 instances per stream"], level=3)
+    ours = rows[(paper, "OnlineEnsemble (nb)", "edgelearn")]["metrics"]["avg_realtime_accuracy"]
+    assert cells(row(page["Average real-time accuracy (chunks of 100)"], "mean"))[1] == f"{ours:.4f}"
+    # With every run cached, the summary is rewritten without running anything.
+    (tmp_path / "docs" / "data" / "results-ensemble.json").unlink()
+    monkeypatch.setattr(ensemble, "run_one", lambda *args: pytest.fail(f"ran {args}"))
+    assert ensemble.main(argv) == 0
+    assert summaries.read_summaries(tmp_path)[0]["rows"] == document["rows"]
 
 
 def test_a_page_outside_docs_writes_no_summary(tmp_path, tools_on_path):

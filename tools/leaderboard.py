@@ -151,9 +151,14 @@ def judge(aim: Aim, documents: dict[str, dict]) -> dict:
                         f"(`{make_command(aim.stem)}` writes it)."}
     protocols, problems = _protocols(document), []
     chosen = _select(aim, protocols, problems)
-    comparisons = [c for protocol in chosen
-                   for c in _compare(aim, protocol, {r["learner"]: r for r in protocols[protocol]},
-                                     problems)]
+    comparisons = []
+    for protocol in chosen:
+        names = [r["learner"] for r in protocols[protocol]]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            problems.append(f"{protocol} has more than one row named {', '.join(map(repr, twice))}")
+            continue
+        comparisons += _compare(aim, protocol, {r["learner"]: r for r in protocols[protocol]}, problems)
     if problems:
         return {"status": "cannot be judged",
                 "line": f"{head} **Cannot be judged** from {aim.stem} (`{document['command']}`): "
