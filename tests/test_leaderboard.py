@@ -83,14 +83,18 @@ def test_a_missing_summary_is_listed_as_missing_never_invented(tmp_path):
 
 
 def test_missing_rows_and_protocols_are_named(tmp_path):
-    rows = [{"protocol": f"{name}, 10-row overlap", "learner": learner, "library": "edgelearn",
-             "metrics": {"accuracy": 0.7}} for name in ("credit_a", "svmguide3", "kr_vs_kp", "splice")
-            for learner in ("PAFE (defaults)", "PA-I")]
+    protocol = "PAFE protocol, X2 = X1 G with a 10-row overlap, 5 data sets"
+    rows = [{"protocol": protocol, "learner": learner, "library": "edgelearn", "metrics": {"accuracy": 0.7}}
+            for learner in ("PAFE (defaults)", "fresh PA-I")]
     write(tmp_path, "results-pafe", rows, page=False)
     line = aim_line(leaderboard.render(tmp_path), "6 (PAFE)")
     assert "**Cannot be judged**" in line
-    assert "no protocol of results-pafe names 'pima'" in line
-    assert "credit_a, 10-row overlap has no row 'NPA-r' (its rows: 'PAFE (defaults)', 'PA-I')" in line
+    assert f"""{protocol} has no row "fresh PA-I, PAFE's C" (its rows: 'PAFE (defaults)', 'fresh PA-I')""" in line
+    # The other way round: the rows are there, the protocol the aim names is not.
+    write(tmp_path, "results-pafe", [dict(r, protocol="PAFE protocol, X2 = X1 G with a 50-row overlap")
+                                     for r in rows], page=False)
+    line = aim_line(leaderboard.render(tmp_path), "6 (PAFE)")
+    assert "no protocol of results-pafe names 'x2 = x1 g' and '10-row overlap'" in line
 
 
 def test_two_rows_of_one_learner_in_a_protocol_are_not_judged(tmp_path):

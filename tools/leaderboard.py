@@ -62,10 +62,12 @@ AIMS = (
         "and Electricity, at no more than 10% of ARF's CPU time per instance",
         "results-drift", "OnlineEnsemble (defaults)", ("River ARF",), ("accuracy",),
         (("sea", "conceptdriftstream"), ("hyperplane",), ("electricity",)), max_cpu_ratio=0.10),
+    # The PAFE summary holds the mean over the 5 data sets; its page judges each one.
     Aim("6 (PAFE)", "PAFE at its defaults never below PA-I started fresh on the new channels on the "
-        "5 paper data sets (X2 = X1 G, 10-row overlap)",
-        "results-pafe", "PAFE (defaults)", ("NPA-r",), ("accuracy",),
-        (("credit_a",), ("svmguide3",), ("kr_vs_kp",), ("splice",), ("pima",))),
+        "5 paper data sets (X2 = X1 G, 10-row overlap); judged here on the mean over the data sets "
+        "that the summary holds, each data set on its page",
+        "results-pafe", "PAFE (defaults)", ("fresh PA-I", "fresh PA-I, PAFE's C"), ("accuracy",),
+        (("x2 = x1 g", "10-row overlap"),)),
     Aim("6 (KELM)", "MultiLabelKELM at least River's classifier chain on micro-F1 on yeast and "
         "emotions at 20% labelled",
         "results-kelm", "KELM", ("River CC",), ("micro_f1",),
