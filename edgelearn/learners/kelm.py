@@ -152,6 +152,7 @@ class MultiLabelKELM(Learner):
         "n_neighbors": Interval(int, 1, None),
         "max_labels": Interval(int, 1, None),
         "refactor_every": Interval(int, 1, None),
+        "threshold": OneOf(Options("pcut"), Interval(float, None, None, closed="neither")),
         "target_query_rate": OneOf(Options(None), Interval(float, 0, 1, closed="right")),
         "budget_gain": Interval(float, 0, None, closed="neither"),
         "capacity": Interval(int, 1, None),
@@ -164,12 +165,13 @@ class MultiLabelKELM(Learner):
         block_size: int = 20,
         max_unlabelled: int | None = None,
         gamma: float | None = None,
-        J0: float = 1e3,
-        lam: float = 0.1,
-        gam: float = 0.1,
+        J0: float = 1e2,
+        lam: float = 0.0,
+        gam: float = 0.0,
         n_neighbors: int = 5,
         max_labels: int = 16,
         refactor_every: int = 100,
+        threshold: str | float = "pcut",
         target_query_rate: float | None = None,
         budget_gain: float = 0.5,
         capacity: int = 256,
@@ -212,6 +214,8 @@ class MultiLabelKELM(Learner):
         self._S = np.zeros((b, b))
         self._Fp = np.zeros((b, m))
         self._tmp = np.zeros(b)
+        self._loo = np.zeros(W * m)  # leave-one-out scores of the window's known targets
+        self._loo_positive = np.zeros(W * m, dtype=np.bool_)
         self._picked = np.zeros((b, b), dtype=np.bool_)
         self._remove = np.zeros(W, dtype=np.bool_)
         self._piv = np.zeros(W, dtype=np.int64)
@@ -221,6 +225,7 @@ class MultiLabelKELM(Learner):
         self.targets = MultiLabelTargets(_OWNER, max_labels)  # label names
         self._gamma = gamma
         self._threshold = 1.0
+        self._cut = 0.0 if threshold == "pcut" else float(threshold)
         self._updates = 0
         self._next_block = 0
         self._stale = False
@@ -249,6 +254,11 @@ class MultiLabelKELM(Learner):
     def n_unlabelled(self) -> int:
         """Unlabelled instances in the window."""
         return int(np.count_nonzero(self.c[: self._n] == 0.0))
+
+    @property
+    def cut(self) -> float:
+        """The cut in use: a label is predicted present when ``f_j(x) > cut``."""
+        return self._cut
 
     @property
     def kernel_width(self) -> float | None:
@@ -282,21 +292,21 @@ class MultiLabelKELM(Learner):
         if self._n == 0:
             self._f[:m] = 0.0
             return 0.0
-        return K.scores(self.Xt, self._n, self.channels.n_assigned, self._u, self._gamma, self.A, m, self._k, self._f)
+        return K.scores(self.Xt, self._n, self.channels.n_assigned, self._u, self._gamma, self.A, m, self._k, self._f,
+                        self._cut)
 
     def _score(self, slots, z):
         K.dense(slots, z, len(slots), self._u)
         margin = self._margin_u()
         names = self.targets.labels
-        label = {name: f > 0.0 for name, f in zip(names, self._f[: len(names)].tolist())}
+        label = {name: f > self._cut for name, f in zip(names, self._f[: len(names)].tolist())}
         return label, margin
 
     def _proba(self, margin: float) -> np.ndarray:
-        """P(True) of each label is the logistic of its score ``f_j`` (the
-        targets are +1/-1, so 0 is the boundary): monotone in the score, not
-        calibrated."""
+        """P(True) of each label is the logistic of ``f_j - cut`` (so 1/2 at
+        the boundary): monotone in the score, not calibrated."""
         m = len(self.targets.labels)
-        return np.array([logistic_proba(f) for f in self._f[:m].tolist()])
+        return np.array([logistic_proba(f - self._cut) for f in self._f[:m].tolist()])
 
     # -- protocol hooks -------------------------------------------------------
 
@@ -388,6 +398,19 @@ class MultiLabelKELM(Learner):
         self._n = n + nb
         self._n_pending = 0
         self._updated(ok)
+        self._recut()
+
+    def _recut(self) -> None:
+        """Refit the cut from the window's leave-one-out scores (``"pcut"``)."""
+        if self.threshold != "pcut":
+            return
+        count = K.loo_scores(
+            self.Q, self._n, self.Xt, self.channels.n_assigned, self._gamma, self.c, self.T,
+            len(self.targets.labels), self.A, self._k, self._f, self._loo, self._loo_positive,
+        )
+        cut = K.count_cut(self._loo, self._loo_positive, count)
+        if not math.isnan(cut):
+            self._cut = float(cut)
 
     def _label_in_window(self, a: int) -> None:
         if self._stale:
@@ -446,6 +469,7 @@ class MultiLabelKELM(Learner):
             targets=self.targets.to_state(),
             gamma=self._gamma,
             threshold=self._threshold,
+            cut=self._cut,
             updates=self._updates,
             next_block=self._next_block,
             stale=self._stale,
@@ -459,6 +483,7 @@ class MultiLabelKELM(Learner):
         self._load_targets(learned)
         self._gamma = None if learned["gamma"] is None else float(learned["gamma"])
         self._threshold = float(learned["threshold"])
+        self._cut = float(learned.get("cut", 0.0))  # checkpoints before the cut: the paper's 0
         self._updates = int(learned["updates"])
         self._next_block = int(learned["next_block"])
         self._stale = bool(learned["stale"])
