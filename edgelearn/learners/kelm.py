@@ -165,7 +165,7 @@ class MultiLabelKELM(Learner):
         block_size: int = 20,
         max_unlabelled: int | None = None,
         gamma: float | None = None,
-        J0: float = 1e2,
+        J0: float = 30.0,
         lam: float = 0.0,
         gam: float = 0.0,
         n_neighbors: int = 5,
