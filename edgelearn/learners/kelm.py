@@ -103,7 +103,7 @@ class MultiLabelKELM(Learner):
     * ``J0`` defaults to 30 (the paper's 1e-3 makes the penalties ~1e-5 and
       the model a nearly flat kernel vote): among 10, 30 and 100 on the
       tuning runs above, with the pooled cut, 30 had the best micro-F1 on
-      both data sets (the page's last table repeats this on both rates).  ``gamma=None`` stays ``1/d`` on
+      both data sets (tools/results_kelm.py's tuning table repeats this on both rates).  ``gamma=None`` stays ``1/d`` on
       standardized channels: the median heuristic gives ``1/(2d)`` on both
       data sets, and halving or doubling gamma did not help both at once.
     * ``N_i`` counts the labelled instances of the window (the entering
