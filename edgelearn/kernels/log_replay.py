@@ -34,7 +34,7 @@ def paacds_binary_log_loop(
     W, b, active, h, h_n, h_mean, h_var, h_forget, k0, rng_state, delta,
     target, gain, C, variant_i, learn_intercept, lam, B, max_weights,
     idx_buf, score_buf, col_key, tie_key, scores, slots, vals, xs, zs, hs,
-    pred, margin_out, asked_out,
+    pred, margin_out, asked_out, feat_k, feat_slots, feat_z,
 ):
     """Binary PAACDS over rows ``start..`` of X (NaN = missing channel).
 
@@ -42,7 +42,10 @@ def paacds_binary_log_loop(
     done, NEED_SIGN when row ``row`` is to be learned with a label whose sign
     ``code_sign[codes[row]]`` is unknown (its ``k`` features are in
     ``slots``/``vals``; call again with ``start=row, resume_k=k``).
-    ``resume_k < 0`` starts row ``start`` from the beginning."""
+    ``resume_k < 0`` starts row ``start`` from the beginning. With ``feat_k``
+    as long as X, each row's features as the learner saw them (``(slots, z)``,
+    what ``decide_one`` gives) are kept in ``feat_slots``/``feat_z`` (n x width)
+    and their count in ``feat_k``, for label requests and the label journal."""
     n = X.shape[0]
     carry = np.array([counters[N_EVICTED], -1, -1, 0], dtype=np.int64)
     i = start
@@ -59,6 +62,11 @@ def paacds_binary_log_loop(
             W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores, col_key, tie_key,
             slots, vals, xs, zs, hs, carry,
         )
+        if feat_k.shape[0] == n:
+            feat_k[i] = k
+            for j in range(k):
+                feat_slots[i, j] = slots[j]
+                feat_z[i, j] = vals[j]
         q = scores[0]
         pred[i] = 1 if q >= 0.0 else -1
         margin_out[i] = q
