@@ -203,7 +203,7 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
             setattr(stream, key, getattr(stream, key) + delta_count)
             pipeline._sequence_counts[key] += delta_count
     if moved[0] or moved[3]:
-        pipeline._log.warning("seq_gap", "stream %r: seq gaps or restarts in a replayed log "
+        pipeline._log.warning("seq_gap", "stream %r: seq gaps or restarts in a batch or a replayed log "
                               "(%d missing, %d restarts)", name, int(moved[0]), int(moved[3]))
 
     # Scoring, as Pipeline._score does it, run by run of rows with the same labels.
