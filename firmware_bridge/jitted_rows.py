@@ -125,6 +125,16 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
 
     codes, truth, labels, side_labels = _label_sides(pipeline, stream, label, decoder)
     code_sign = np.zeros(max(len(labels), 1))
+    # Labels the learner knows already have their side now (sign() of a known label
+    # changes nothing); a new one gets it when first learned, in the loop's order.
+    targets = model.targets
+    known = targets.to_state()
+    for code, y in enumerate(labels):
+        sign = targets.sign(y)
+        if targets.to_state() != known:  # it was new: not yet
+            targets.load(known)
+        else:
+            code_sign[code] = sign
 
     space = model.channels
     col_slot = np.array([space.slot_of(c) for c in names], dtype=np.int64)
