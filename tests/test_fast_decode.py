@@ -180,7 +180,7 @@ LIMITS = [Limits(), Limits(max_channels=3, max_batch_readings=3, max_label_bytes
                            max_channel_name_bytes=4, max_payload_bytes=120)]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(payloads(), min_size=1, max_size=8), st.sampled_from([0, 1]))
 def test_the_kernel_accepts_only_what_the_protocol_reads_identically(raws, which):
     limits = LIMITS[which]
