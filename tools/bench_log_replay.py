@@ -196,7 +196,9 @@ def render(args, n, array, jitted, per_message, fanout, command) -> str:
                          f"{row['wall_s']:.2f} | {base / row['wall_s']:.2f} | {row['load']:.1f} |")
         lines += ["", "The machine's 2 cores are shared with other work (the load average column): the",
                   "speed-up is what this run got, not what 2 idle cores give; at a load average",
-                  "above 2 the second job competes with other processes for a core."]
+                  "above 2 the second job competes with other processes for a core, and where",
+                  "many processes are runnable a second process also gets a second share of the",
+                  "CPU (the scheduler shares by process), which counts toward its speed-up."]
     return "\n".join(lines) + "\n"
 
 
