@@ -109,7 +109,8 @@ def test_every_message_arrives_once_through_mosquitto(broker, batch):  # noqa: F
     try:
         began = time.time()
         # A small window and chunk: many rounds of waiting for PUBACKs and reusing ids.
-        summary = load_mqtt.publish("127.0.0.1", broker.port, payloads, TOPICS,
+        summary = load_mqtt.publish("127.0.0.1", broker.port, payloads,
+                                    {s: TOPICS.data(s) for s in ("p0", "p1", "p2")},
                                     window=7, chunk=3)
         ended = time.time()
         assert summary["acknowledged"] == summary["messages"] == len(payloads)
@@ -128,7 +129,8 @@ def test_every_message_arrives_once_through_mosquitto(broker, batch):  # noqa: F
 @pytest.mark.broker
 def test_a_fixed_rate_is_kept(broker):  # noqa: F811
     payloads = load_mqtt.single_payloads(_readings(300, ("p0",)))
-    summary = load_mqtt.publish("127.0.0.1", broker.port, payloads, TOPICS, rate=1000.0)
+    summary = load_mqtt.publish("127.0.0.1", broker.port, payloads, {"p0": TOPICS.data("p0")},
+                                rate=1000.0)
     assert summary["acknowledged"] == 300
     assert 0.29 <= summary["seconds"] < 3.0
     assert summary["message_rate"] <= 1040
@@ -143,3 +145,44 @@ def test_bad_parameters_are_named():
         load_mqtt.LeanPublisher("127.0.0.1", 1, rate=-1.0)
     with pytest.raises(SystemExit):
         load_mqtt.main(["--count", "10", "--batch", "zero"])
+
+
+@pytest.mark.broker
+def test_the_command_deals_streams_to_shares_and_starts_on_go(broker):  # noqa: F811
+    import json
+    import subprocess
+
+    got = collections.Counter()
+    client = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv311)
+
+    def on_message(client, userdata, message):
+        got[message.topic] += len(msgpack.unpackb(message.payload)["readings"])
+
+    client.on_message = on_message
+    client.connect("127.0.0.1", broker.port)
+    client.subscribe("sensors/#", qos=1)
+    client.loop_start()
+    tool = pathlib.Path(load_mqtt.__file__)
+    process = subprocess.Popen(
+        [sys.executable, str(tool), "--broker", f"127.0.0.1:{broker.port}", "--count", "512",
+         "--streams", "2", "--stream-prefix", "q", "--batch", "compact", "--with-labels",
+         "--data-template", "sensors/a/{stream}/data",
+         "--data-template", "sensors/b/{stream}/data", "--wait-for-go"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(process.stdout.readline()) == {"ready": True}
+        time.sleep(0.5)
+        assert not got  # nothing before "go"
+        process.stdin.write("go\n")
+        process.stdin.flush()
+        summary = json.loads(process.stdout.readline())
+        assert process.wait(30) == 0
+        wait_until(lambda: sum(got.values()) >= 512, 10, "every reading")
+    finally:
+        client.disconnect()
+        client.loop_stop()
+        if process.poll() is None:
+            process.kill()
+    assert summary["published"] == 512 and summary["acknowledged"] == summary["messages"]
+    assert summary["readings_per_message"] == 64 and summary["payload_bytes"]["max"] <= 4096
+    assert got == {"sensors/a/q0/data": 256, "sensors/b/q1/data": 256}

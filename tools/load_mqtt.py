@@ -48,7 +48,7 @@ import string
 import struct
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgpack
 
@@ -325,19 +325,20 @@ class LeanPublisher:
 
 
 def publish(host: str, port: int, payloads: Sequence[tuple[str, bytes, int]],
-            topics: Topics, window: int = 1000, chunk: int = 64, rate: float = 0.0,
-            client_id: str = "") -> dict:
-    """Publish ``(stream, payload, readings)`` items at QoS 1 on each stream's data topic;
-    a summary with the CPU time of the publishing alone."""
+            data_topics: Mapping[str, str], window: int = 1000, chunk: int = 64,
+            rate: float = 0.0, client_id: str = "", ready: Callable[[], None] | None = None
+            ) -> dict:
+    """Publish ``(stream, payload, readings)`` items at QoS 1, each on its stream's topic
+    in ``data_topics``; a summary with the CPU time of the publishing alone. ``ready``
+    is called once everything is encoded and connected, just before the clock starts
+    (``--wait-for-go`` waits there)."""
     cpu_began = time.process_time()
-    data_topics: dict[str, str] = {}
-    packets = []
-    for stream, payload, _ in payloads:
-        topic = data_topics.get(stream) or data_topics.setdefault(stream, topics.data(stream))
-        packets.append(publish_packet(topic, payload))
+    packets = [publish_packet(data_topics[stream], payload) for stream, payload, _ in payloads]
     prepare_cpu = time.process_time() - cpu_began
     client = LeanPublisher(host, port, client_id, window, chunk, rate)
     client.connect()
+    if ready is not None:
+        ready()
     try:
         result = client.publish_all(packets)
     finally:
@@ -359,8 +360,13 @@ def publish(host: str, port: int, payloads: Sequence[tuple[str, bytes, int]],
         "cpu_us_per_message": round(result["cpu_seconds"] / n_messages * 1e6, 2),
         "cpu_us_per_reading": round(result["cpu_seconds"] / n_readings * 1e6, 3),
         "prepare_us_per_message": round(prepare_cpu / n_messages * 1e6, 2),
-        "streams": sorted(data_topics),
+        "streams": sorted({stream for stream, _, _ in payloads}),
     }
+
+
+def _wait_for_go() -> None:
+    print(json.dumps({"ready": True}), flush=True)
+    sys.stdin.readline()
 
 
 def _batch_argument(text: str) -> int | str:
@@ -407,9 +413,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="QoS 1 messages in flight at most (default: 1000)")
     parser.add_argument("--chunk", type=int, default=64,
                         help="packets written per send (default: 64)")
-    parser.add_argument("--data-template", default=Topics().data_template,
-                        help="data topic template, with {stream} as a whole level "
-                        "(default: %(default)s)")
+    parser.add_argument("--data-template", action="append", metavar="TEMPLATE",
+                        help="data topic template, with {stream} as a whole level; given "
+                        "K times, stream i publishes on template i mod K (one share per "
+                        f"gateway instance) (default: {Topics().data_template})")
+    parser.add_argument("--wait-for-go", action="store_true",
+                        help='once encoded and connected, print {"ready": true} and wait '
+                        "for a line on stdin before publishing (starts several at once)")
     parser.add_argument("--client-id", default="", help="MQTT client id (default: random)")
     args = parser.parse_args(argv)
     if args.streams < 1:
@@ -419,10 +429,13 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.0 <= args.drop <= 1.0:
         parser.error(f"--drop must be in [0, 1], got {args.drop}")
     try:
-        topics = Topics(data_template=args.data_template)
+        shares = [Topics(data_template=template)
+                  for template in args.data_template or [Topics().data_template]]
     except ValueError as exc:
         parser.error(f"--data-template: {exc}")
     streams = [f"{args.stream_prefix}{i}" for i in range(args.streams)]
+    data_topics = {stream: shares[i % len(shares)].data(stream)
+                   for i, stream in enumerate(streams)}
     readings = messages(args.dataset, streams, count=args.count, drop=args.drop,
                         with_labels=args.with_labels, loop=args.loop)
     if args.batch == "compact":
@@ -432,8 +445,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         payloads = fixed_batches(readings, args.batch)
     try:
-        summary = publish(args.broker[0], args.broker[1], payloads, topics, args.window,
-                          args.chunk, args.rate, args.client_id)
+        summary = publish(args.broker[0], args.broker[1], payloads, data_topics, args.window,
+                          args.chunk, args.rate, args.client_id,
+                          _wait_for_go if args.wait_for_go else None)
     except ValueError as exc:
         parser.error(str(exc))
     print(json.dumps(summary))
