@@ -70,7 +70,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import edgelearn  # noqa: E402
-from firmware_bridge.protocol import DEFAULT_LIMITS, Topics  # noqa: E402
+from firmware_bridge.protocol import Topics  # noqa: E402
 
 TOPICS = Topics()
 RELAY_OUTPUT = "bench/relay/output"
@@ -585,8 +585,9 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     load_at_start = load_average()
-    # The pipeline-alone batches: the compact batches' readings per message.
-    alone_batch = DEFAULT_LIMITS.max_batch_readings if args.batch == "compact" else int(args.batch)
+    # pipeline_alone encodes full names and float64 values: 32 such readings fit the
+    # default payload limit (64 would be rejected as too large).
+    alone_batch = 32 if args.batch == "compact" else int(args.batch)
     print(f"pipeline alone ({args.count} messages; load {load_at_start})", file=sys.stderr)
     alone = pipeline_alone(args.count, args.labels == "data", alone_batch)
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench-gateway-"))
