@@ -442,8 +442,12 @@ class Bench:
         readings = per_stream * len(streams)
         cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / readings * 1e6
                for name, pid in watched.items()}
-        cpu["subscriber"] += cpu.pop("subscriber_reader")
         cpu["publisher"] = published["cpu_us_per_reading"]
+        reader = cpu.pop("subscriber_reader")
+        cpu["subscriber"] += reader
+        # CPU seconds of every process in the run per second of it: the cores used.
+        cores_seconds = sum(cpu.values()) * readings / 1e6
+        cpu["reader"] = reader  # this tool's share of the subscriber's figure
         time.sleep(1.0)  # a duplicate would arrive now
         arrivals = [v for s in streams for v in dict(self.outputs.arrivals[s]).values()]
         first_ts = min(v[0][1] for v in arrivals)
@@ -462,8 +466,7 @@ class Bench:
             "message_rate": published["messages"] / seconds,
             "publisher_rate": published["rate"],
             "cpu_us": cpu,
-            # CPU seconds of every process in the run per second of it: the cores used.
-            "cores": sum(cpu.values()) * readings / 1e6 / seconds,
+            "cores": cores_seconds / seconds,
             "load": load_average(),
         }
 
@@ -709,13 +712,15 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
     ratio = gateway_cpu / relay_cpu
     batch_rate = _median([b["rate"] for b in batches])
     batch_cpu = {k: _median([b["cpu_us"][k] for b in batches])
-                 for k in ("gateway", "broker", "subscriber", "publisher")}
+                 for k in ("gateway", "broker", "subscriber", "reader", "publisher")}
     per_message = batches[0]["readings_per_message"]
     sizes = batches[0]["payload_bytes"]
     medians = {key: _median([r["rate"] for r in results[key]])
                for key in ("one_single", "two_single", "one_batches", "two_batches")}
     message_medians = {key: _median([r["message_rate"] for r in results[key]])
                        for key in ("one_single", "two_single")}
+    most_cores = max(r["cores"] for key in ("one_single", "two_single", "one_batches",
+                                            "two_batches") for r in results[key])
     counters = results["status"]["counters"] if results.get("status") else {}
     command = _shown_command()
     batch_words = ("compact batches" if args.batch == "compact" else
@@ -758,7 +763,8 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"| pipeline alone, CPU per message | **{alone['single']:.1f} µs** | at most 15 µs |",
         f"| readings/s in {batch_words} ({per_message:.0f} readings, {sizes['median']:,} "
         f"bytes a message), one instance | **{batch_rate:,.0f}** ({batch_cpu['gateway']:.1f} "
-        "µs gateway CPU per reading) | at least 100,000 |",
+        "µs gateway CPU per reading: at most "
+        f"{1e6 / batch_cpu['gateway']:,.0f} per core) | at least 100,000 |",
         f"| readings/s in {batch_words}, one instance / two instances | "
         f"{medians['one_batches']:,.0f} / **{medians['two_batches']:,.0f}** "
         f"({medians['two_batches'] / medians['one_batches']:.2f}x) | two above one |",
@@ -857,7 +863,8 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
            f" ({batch_rate / 100_000:.0%} of the aim of 100,000).")
         + " Where the CPU goes, per reading (medians): gateway "
         f"{batch_cpu['gateway']:.2f} µs, broker {batch_cpu['broker']:.2f}, subscriber "
-        f"{batch_cpu['subscriber']:.2f}, publisher {batch_cpu['publisher']:.3f}. At "
+        f"{batch_cpu['subscriber']:.2f} (of which {batch_cpu['reader']:.2f} this tool's "
+        f"thread decoding `mosquitto_sub`'s lines), publisher {batch_cpu['publisher']:.3f}. At "
         f"{batch_cpu['gateway']:.2f} µs per reading one gateway process can do at most "
         f"{1e6 / batch_cpu['gateway']:,.0f} readings/s on a core of its own; everything "
         "else in the run together would need "
@@ -924,7 +931,14 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"({_spread([r['rate'] for r in results['one_batches']])}), two instances "
         f"{medians['two_batches']:,.0f} "
         f"({_spread([r['rate'] for r in results['two_batches']])}), "
-        f"{medians['two_batches'] / medians['one_batches']:.2f}x.",
+        f"{medians['two_batches'] / medians['one_batches']:.2f}x. "
+        + (f"The processes of these runs got at most {most_cores:.2f} of the machine's "
+           f"{host['cores']} cores (the `cores` column; the load average is in each row): "
+           "a second instance had no idle core to use, so these runs cannot show what it "
+           "gains; rerun on a quiet machine."
+           if most_cores < host["cores"] - 0.5 else
+           f"The processes of these runs used up to {most_cores:.2f} of the machine's "
+           f"{host['cores']} cores."),
         "",
         "Gateway counters after all its runs: "
         + ", ".join(f"{k} {v}" for k, v in counters.items()
