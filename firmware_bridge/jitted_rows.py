@@ -104,9 +104,8 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
     """Run stream ``name``'s rows (``arrays``, channels in the order ``columns``)
     through the jitted loop; with ``keep``, return per row the prediction (``"y"``,
     the user's label), ``"score"`` and ``"ask"``, and the label requests issued
-    (``"requests"``, as :class:`Outbound`, under the ``request`` policy). Rows
-    whose label would be learned must not meet a label journal (``on_learn``): it
-    expects to hear of each lesson before the learner learns it."""
+    (``"requests"``, as :class:`Outbound`, under the ``request`` policy). A label
+    journal (``on_learn``) hears of every lesson learned, after the pass."""
     from edgelearn.channels import name_key
     from edgelearn.kernels import log_replay as loop
     from edgelearn.learners.paacds import _K0
@@ -156,7 +155,8 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
     target = 0.0 if model.target_query_rate is None else float(model.target_query_rate)
     active_learning = pipeline.label_policy == "from_data"
     requesting = pipeline.label_policy == "request"
-    if requesting:  # label requests keep the features the learner saw
+    journaling = pipeline.on_learn is not None
+    if requesting or journaling:  # label requests and the journal keep the features the learner saw
         feat_k = np.empty(n, dtype=np.int64)
         feat_slots = np.empty((n, width), dtype=np.int32)
         feat_z = np.empty((n, width), dtype=np.float64)
@@ -202,6 +202,9 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
     stream.data += n
     stream.asked += n_asked
     stream.learned += n_learned
+    if journaling:  # after the counts, so a checkpoint it makes holds them with the lessons
+        _journal_lessons(pipeline, name, stream.learned - n_learned, np.flatnonzero(learn_rows),
+                         codes, labels, feat_k, feat_slots, feat_z)
     if n:
         stream.last_received_at = float(received[-1])
     # Sequence accounting, as Pipeline._predict does it reading by reading.
@@ -239,6 +242,23 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
         pipeline._label_requests += len(requests)
         stream.label_requests += len(requests)
     return {"y": predicted, "score": scores, "ask": asked.tolist(), "requests": requests}
+
+
+def _journal_lessons(pipeline: Pipeline, name: str, learned_before: int, rows: np.ndarray,
+                     codes: np.ndarray, labels: list, feat_k: np.ndarray,
+                     feat_slots: np.ndarray, feat_z: np.ndarray) -> None:
+    """Tell the label journal (``on_learn``) of each lesson the pass learned, in order,
+    numbered from the stream's ``learned`` count before the pass, as
+    ``Pipeline._learn`` does reading by reading. They are told after the pass, not
+    before each update, and that loses nothing: the gateway acks the batch only after
+    its outputs, which come after this, and a crash before then loses the learner's
+    memory of the batch too. If the stream's channel map moved during the pass, the
+    journal checkpoints the stream first, with every lesson of the batch in it, and a
+    replay skips them as already learned."""
+    for j, i in enumerate(rows.tolist()):
+        k = int(feat_k[i])
+        pipeline.on_learn(name, learned_before + j, feat_slots[i, :k].copy(),
+                          feat_z[i, :k].copy(), labels[int(codes[i])])
 
 
 def _targets_at(states: list[tuple[int, list]], row: int, name: str) -> BinaryTargets:

@@ -606,10 +606,9 @@ class Pipeline:
     def _jitted_batch(self, stream: _Stream, payload: bytes, received_at: float) -> list[Outbound] | None:
         """A batch of plain readings in one jitted decode and one jitted learner pass
         (:mod:`firmware_bridge.jitted_rows`), with what :meth:`_answer_batch` gives
-        reading by reading; None when the batch needs that path: the decoder is not
-        sure of it, its readings list channels in differing orders, or a reading
-        would be learned while a label journal (``on_learn``) must hear of each
-        lesson before the learner learns it."""
+        reading by reading (the label journal included: ``run_jitted`` tells it each
+        lesson); None when the batch needs that path: the decoder is not sure of it,
+        or its readings list channels in differing orders."""
         from .fast_decode import REC_BATCH, FastDecoder
         from .jitted_rows import run_jitted
         from .kernels.replay_rows import column_order
@@ -619,8 +618,6 @@ class Pipeline:
             decoder = self._batch_decoder = FastDecoder(self.limits)
         decoded = decoder.decode_payloads([payload])
         if decoded.kind[0] != REC_BATCH:
-            return None
-        if self.on_learn is not None and (decoded.label >= 0).any():
             return None
         columns = column_order(decoded.pair_name, decoded.pair_count, len(decoder.names))
         if not columns.shape[0] and decoded.pair_name.shape[0]:
