@@ -122,6 +122,9 @@ class OnlineEnsemble(Learner):
         "capacity": Interval(int, 1, None),
         "evict_after": Interval(int, 1, None),
         "seed": Interval(int, 0, 2**64 - 1),
+        "forgetting": OneOf(Options(None), Interval(float, 0, 1, closed="right")),
+        "online_C": OneOf(Options(None), Interval(float, 0, None, closed="neither")),
+        "label_lags": Interval(int, 0, None),
     }
 
     def __init__(
@@ -139,12 +142,20 @@ class OnlineEnsemble(Learner):
         capacity: int = 64,
         evict_after: int = 1000,
         seed: int = 0,
+        forgetting: float | None = None,
+        online_C: float | None = None,
+        label_lags: int = 0,
     ):
         self._set_params(locals())
         self._init_channels(capacity, evict_after)
         d, n, m, k, K = capacity, chunk_size, reservoir_size, n_members, n_classes
-        self.weights = np.zeros(k)
-        self.errors = np.zeros(k, dtype=np.int64)
+        #: The online members' kinds, in the order of their vote slots after the k chunk members.
+        self._online = tuple(kind for kind, on in (("rls", forgetting is not None), ("pa", online_C is not None))
+                             if on)
+        n_vote = k + len(self._online)
+        self.weights = np.zeros(n_vote)
+        self.weights[k:] = 1.0 / max(1, len(self._online))
+        self.errors = np.zeros(n_vote, dtype=np.int64)
         self.born = np.zeros(k, dtype=np.int64)
         #: members filled, rows in the current chunk, chunks completed
         self.progress = np.zeros(3, dtype=np.int64)
@@ -182,7 +193,17 @@ class OnlineEnsemble(Learner):
         self._values = np.zeros(d)
         self._scores = np.zeros(K)
         self._votes = np.zeros(K)
-        self._member_labels = np.full(k, -1, dtype=np.int64)
+        self._member_labels = np.full(n_vote, -1, dtype=np.int64)
+        # The online members' row [1, lag block, x]: its length and the arrays.
+        self._n_lag = label_lags * (1 if K == 2 else K) if self._online else 0
+        width = 1 + self._n_lag + d
+        self.lags = np.zeros(self._n_lag)
+        self.rls_P = np.eye(width) if "rls" in self._online else np.zeros((0, 0))
+        self.rls_W = np.zeros((K, width) if "rls" in self._online else (0, 0))
+        self.pa_W = np.zeros((K, width) if "pa" in self._online else (0, 0))
+        self._v = np.zeros(width if self._online else 0)
+        self._Pv = np.zeros(width if "rls" in self._online else 0)
+        self._LEARNED += ("lags", "rls_P", "rls_W", "pa_W")
         self._global_label = np.full(1, -1, dtype=np.int64)
         self._init_targets(n_classes)
 
@@ -230,17 +251,27 @@ class OnlineEnsemble(Learner):
         E.scatter(slots, z, len(slots), self._x, self._present)
         members = int(self.progress[0])
         self._labels_of("member", members, slots, z, self._member_labels)
+        self._online_labels()
         trained = int(self.progress[2]) > 0
         self._global_label[0] = -1
         if trained:
             self._labels_of("global", 1, slots, z, self._global_label)
-        best, margin = E.weighted_vote(self._member_labels, self.weights, members,
+        best, margin = E.weighted_vote(self._member_labels, self.weights, len(self.weights),
                                        self._global_label[0], self.alpha, self.n_classes, self._votes)
         if best < 0:  # no model yet: the chunk's most frequent label
             return E.majority(self.chunk_labels, int(self.progress[1]), self.n_classes, self._votes), 0.0
         if self.binary:
             return best, float(self._votes[1] - self._votes[0])
         return best, float(margin)
+
+    def _online_labels(self) -> None:
+        """The online members' classes for the dense row ``self._x``, into their vote slots."""
+        if not self._online:
+            return
+        a = E.online_row(self._x, self.channels.n_assigned, self.lags, self._n_lag, self._v)
+        for i, kind in enumerate(self._online):
+            W = self.rls_W if kind == "rls" else self.pa_W
+            self._member_labels[self.n_members + i] = E.linear_label(W, self._v, a, self.n_classes, self._scores)
 
     def _score(self, slots, z):
         index, score = self._vote(slots, z)
@@ -262,8 +293,8 @@ class OnlineEnsemble(Learner):
         """Learn label ``y`` of the instance ``(slots, z)`` (from :meth:`decide_one`)."""
         c = int(self.targets.sign(y) > 0) if self.binary else self.targets.index(y)
         predicted, _ = self._vote(slots, z)
-        members = int(self.progress[0])
-        E.decay_weights(self._member_labels, c, self.weights, self.errors, members, self.beta)
+        E.decay_weights(self._member_labels, c, self.weights, self.errors, len(self.weights), self.beta)
+        self._learn_online(c)
         row = int(self.progress[1])
         self.chunk_X[row] = self._x
         self.chunk_present[row] = self._present
@@ -272,6 +303,18 @@ class OnlineEnsemble(Learner):
         self.progress[1] = row + 1
         if row + 1 == self.chunk_size:
             self._end_chunk()
+
+    def _learn_online(self, c: int) -> None:
+        """Each online member learns class ``c`` of the row ``_vote`` built; then ``c``
+        joins the lag block."""
+        if not self._online:
+            return
+        a = 1 + self._n_lag + self.channels.n_assigned
+        if "rls" in self._online:
+            E.rls_learn(self.rls_P, self.rls_W, self._v, a, c, self.n_classes, float(self.forgetting), self._Pv)
+        if "pa" in self._online:
+            E.pa_learn(self.pa_W, self._v, a, c, self.n_classes, float(self.online_C))
+        E.push_label(self.lags, self._n_lag, c, self.n_classes)
 
     def _end_chunk(self) -> None:
         members, rows, chunks = (int(v) for v in self.progress)
@@ -283,7 +326,7 @@ class OnlineEnsemble(Learner):
         self._fit("member", slot, self.chunk_X, self.chunk_present, self.chunk_labels, rows)
         self.born[slot] = chunks
         self.weights[slot] = 1.0
-        self.weights[:members] /= self.weights[:members].sum()
+        self.weights /= self.weights.sum()  # slots not filled yet hold 0
         held = int(self.reservoir_counts[0])
         m = E.stack_rows(self.chunk_X, self.chunk_present, self.chunk_labels, rows,
                          self.reservoir_X, self.reservoir_present, self.reservoir_labels, held,
@@ -328,5 +371,13 @@ class OnlineEnsemble(Learner):
             else:
                 for model in range(bank["count"].shape[0]):
                     NB.forget_slot(slot, bank["count"][model], bank["mean"][model], bank["var"][model])
+        j = 1 + self._n_lag + slot  # the slot's column of the online row
+        if "rls" in self._online:
+            self.rls_P[j, :] = 0.0
+            self.rls_P[:, j] = 0.0
+            self.rls_P[j, j] = 1.0
+            self.rls_W[:, j] = 0.0
+        if "pa" in self._online:
+            self.pa_W[:, j] = 0.0
 
     # -- state --------------------------------------------------------------------
