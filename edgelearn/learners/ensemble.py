@@ -252,7 +252,8 @@ class OnlineEnsemble(Learner):
         members = int(self.progress[0])
         self._labels_of("member", members, slots, z, self._member_labels)
         self._online_labels()
-        trained = int(self.progress[2]) > 0
+        # With alpha 0 the global learner has no say, so it is neither trained nor asked.
+        trained = int(self.progress[2]) > 0 and self.alpha > 0.0
         self._global_label[0] = -1
         if trained:
             self._labels_of("global", 1, slots, z, self._global_label)
@@ -327,6 +328,10 @@ class OnlineEnsemble(Learner):
         self.born[slot] = chunks
         self.weights[slot] = 1.0
         self.weights /= self.weights.sum()  # slots not filled yet hold 0
+        self.errors[:] = 0
+        self.progress[:] = (members, 0, chunks + 1)
+        if self.alpha == 0.0:
+            return
         held = int(self.reservoir_counts[0])
         m = E.stack_rows(self.chunk_X, self.chunk_present, self.chunk_labels, rows,
                          self.reservoir_X, self.reservoir_present, self.reservoir_labels, held,
@@ -335,8 +340,6 @@ class OnlineEnsemble(Learner):
         E.reservoir_add(self.chunk_X, self.chunk_present, self.chunk_labels, self.chunk_correct, rows,
                         self.reservoir_X, self.reservoir_present, self.reservoir_labels,
                         self.reservoir_counts, self.rng_state)
-        self.errors[:] = 0
-        self.progress[:] = (members, 0, chunks + 1)
 
     def _fit(self, prefix: str, model: int, X, present, labels, rows: int) -> None:
         bank = self._banks[prefix]
