@@ -12,6 +12,9 @@ from edgelearn.kernels import ensemble as E
 from edgelearn.kernels.rng import new_state
 from edgelearn.learners.ensemble import _MIN_COUNT
 
+#: The paper's model (AC_OE): no online members (OnlineEnsemble's defaults have them).
+NO_ONLINE = dict(forgetting=None, online_C=None, label_lags=0)
+
 
 def test_weights_follow_the_decay_rule_on_a_hand_checked_sequence():
     weights = np.array([0.5, 0.25, 0.25, 0.0])
@@ -177,7 +180,7 @@ def _stream(n, seed, n_classes, n_channels=5, p_missing=0.2, switch=None):
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_learner_matches_the_reference_instance_by_instance(base, n_classes):
     params = dict(base=base, chunk_size=25, n_members=3, beta=0.8, alpha=0.7, reservoir_size=30, C=2.0,
-                  gamma=None, var_floor=0.01, n_classes=n_classes, capacity=8, seed=4)
+                  gamma=None, var_floor=0.01, n_classes=n_classes, capacity=8, seed=4, **NO_ONLINE)
     model = edgelearn.OnlineEnsemble(**params)
     reference = naive.OnlineEnsembleReference(
         base, 25, 3, 0.8, 0.7, 30, 2.0, None, n_classes, 0.01, _MIN_COUNT, 4)
@@ -203,7 +206,7 @@ def test_learner_matches_the_reference_instance_by_instance(base, n_classes):
 
 
 def test_members_are_replaced_after_a_drift_and_accuracy_recovers():
-    model = edgelearn.OnlineEnsemble(chunk_size=50, n_members=4, n_classes=3, seed=1)
+    model = edgelearn.OnlineEnsemble(chunk_size=50, n_members=4, alpha=1.0, n_classes=3, seed=1, **NO_ONLINE)
     hits = []
     for x, c in _stream(4000, seed=9, n_classes=3, p_missing=0.0, switch=2000):
         hits.append(model.predict_one(x) == c)
@@ -218,7 +221,7 @@ def test_members_are_replaced_after_a_drift_and_accuracy_recovers():
 
 @pytest.mark.parametrize("base", ["kelm", "pa", "nb"])
 def test_a_channel_the_model_has_never_seen_changes_no_prediction(base):
-    model = edgelearn.OnlineEnsemble(base=base, chunk_size=20, n_members=2, reservoir_size=10, capacity=3)
+    model = edgelearn.OnlineEnsemble(base=base, chunk_size=20, n_members=2, reservoir_size=10, capacity=3, alpha=1.0)
     for x, c in _stream(200, seed=5, n_classes=2, n_channels=3, p_missing=0.0):
         model.learn_one(x, bool(c))
     x = {"ch0": 0.3, "ch1": -1.2, "ch2": 8.0}
@@ -229,7 +232,8 @@ def test_a_channel_the_model_has_never_seen_changes_no_prediction(base):
     np.testing.assert_array_equal(model._x, dense)
 
 def test_forgetting_a_slot_clears_it_everywhere():
-    model = edgelearn.OnlineEnsemble(base="nb", chunk_size=10, n_members=2, reservoir_size=5, capacity=3, evict_after=5)
+    model = edgelearn.OnlineEnsemble(base="nb", chunk_size=10, n_members=2, reservoir_size=5, capacity=3, evict_after=5,
+                                     alpha=1.0)
     for i in range(40):
         model.learn_one({"a": float(i % 3), "b": float(i % 5)}, i % 2 == 0)
     slot = model.channels.slot_of("b")
@@ -255,7 +259,8 @@ def test_gateway_can_build_it_by_kind():
 @pytest.mark.parametrize("base", ["kelm", "pa", "nb"])
 def test_memory_is_the_documented_bound(base):
     d, n, m, k, K = 32, 50, 120, 6, 3
-    model = edgelearn.OnlineEnsemble(base=base, chunk_size=n, reservoir_size=m, n_members=k, n_classes=K, capacity=d)
+    model = edgelearn.OnlineEnsemble(base=base, chunk_size=n, reservoir_size=m, n_members=k, n_classes=K, capacity=d,
+                                     **NO_ONLINE)
     rows = 9 * d * (2 * n + 2 * m) + 17 * (n + m)
     models = {
         "kelm": 8 * (k * n + n + m) * (d + K) + 8 * (n + m) * (n + m + K),
@@ -424,3 +429,33 @@ def test_a_forgotten_slot_resets_its_online_column():
                                     evict_after=5, **ONLINE)
     assert copy.rls_P.shape == model.rls_P.shape
     assert model.rls_P[j, j] <= 1.0
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_online_members_memory_is_the_documented_bound(n_classes):
+    d, L, K = 32, 2, n_classes
+    width = 1 + L * (1 if K == 2 else K) + d
+    plain = edgelearn.OnlineEnsemble(n_members=0, n_classes=K, capacity=d, **NO_ONLINE)
+    model = edgelearn.OnlineEnsemble(n_members=0, n_classes=K, capacity=d, label_lags=L)
+    # RLS: P and W; PA-I: W; the lag block; the row and P v scratch; two more vote slots.
+    extra = 8 * width * width + 8 * K * width + 8 * K * width + 8 * (width - 1 - d) + 16 * width + 2 * (8 + 8 + 8)
+    assert model.memory_bytes() - plain.memory_bytes() == extra
+
+
+def test_the_default_is_the_online_members_alone():
+    """The defaults (tuned for drift, docs/results-drift.md): no chunk members, no global
+    learner, an RLS and a PA-I member on [1, last label, x]."""
+    model = edgelearn.OnlineEnsemble()
+    assert (model.n_members, model.alpha, model.forgetting, model.online_C, model.label_lags) == (0, 0.0, 0.999, 1.0, 1)
+    hits = []
+    # A label that mostly repeats (Electricity-like autocorrelation) and depends on ch0 otherwise.
+    rng, previous = random.Random(4), True
+    for i in range(2000):
+        x = {"ch0": rng.gauss(0, 1), "ch1": rng.gauss(0, 1)}
+        y = previous if rng.random() < 0.8 else x["ch0"] > 0
+        hits.append(model.predict_one(x) == y)
+        model.learn_one(x, y)
+        previous = y
+    # The best rule is right 0.9 of the time (so is the last label alone; ch0 alone 0.6).
+    assert np.mean(hits[500:]) > 0.85
+    assert model.members == 0 and int(model.reservoir_counts[0]) == 0

@@ -111,7 +111,7 @@ class OnlineEnsemble(Learner):
     _parameter_constraints = {
         "base": Options(*BASES),
         "chunk_size": Interval(int, 1, None),
-        "n_members": Interval(int, 1, None),
+        "n_members": Interval(int, 0, None),
         "beta": Interval(float, 0, 1, closed="neither"),
         "alpha": Interval(float, 0, None),
         "reservoir_size": Interval(int, 0, None),
@@ -131,9 +131,9 @@ class OnlineEnsemble(Learner):
         self,
         base: str = "kelm",
         chunk_size: int = 100,
-        n_members: int = 10,
+        n_members: int = 0,
         beta: float = 0.9,
-        alpha: float = 1.0,
+        alpha: float = 0.0,
         reservoir_size: int = 200,
         C: float = 1.0,
         gamma: float | None = None,
@@ -142,9 +142,9 @@ class OnlineEnsemble(Learner):
         capacity: int = 64,
         evict_after: int = 1000,
         seed: int = 0,
-        forgetting: float | None = None,
-        online_C: float | None = None,
-        label_lags: int = 0,
+        forgetting: float | None = 0.999,
+        online_C: float | None = 1.0,
+        label_lags: int = 1,
     ):
         self._set_params(locals())
         self._init_channels(capacity, evict_after)
@@ -319,15 +319,16 @@ class OnlineEnsemble(Learner):
 
     def _end_chunk(self) -> None:
         members, rows, chunks = (int(v) for v in self.progress)
-        if members < self.n_members:
-            slot = members
-            members += 1
-        else:
-            slot = E.worst_member(self.errors, self.born, members)
-        self._fit("member", slot, self.chunk_X, self.chunk_present, self.chunk_labels, rows)
-        self.born[slot] = chunks
-        self.weights[slot] = 1.0
-        self.weights /= self.weights.sum()  # slots not filled yet hold 0
+        if self.n_members > 0:  # none: the online members (and the global learner) only
+            if members < self.n_members:
+                slot = members
+                members += 1
+            else:
+                slot = E.worst_member(self.errors, self.born, members)
+            self._fit("member", slot, self.chunk_X, self.chunk_present, self.chunk_labels, rows)
+            self.born[slot] = chunks
+            self.weights[slot] = 1.0
+            self.weights /= self.weights.sum()  # slots not filled yet hold 0
         self.errors[:] = 0
         self.progress[:] = (members, 0, chunks + 1)
         if self.alpha == 0.0:
