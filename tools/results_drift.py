@@ -230,6 +230,21 @@ def parse_args(argv):
     return args
 
 
+def page_command(argv) -> str:
+    """The command that wrote the page, the cache file shown as FILE: where a run kept its
+    cache is no part of the result, and a path of the machine it ran on helps no reader."""
+    shown, hide = [], False
+    for arg in argv:
+        if hide:
+            shown.append("FILE")
+        elif arg.startswith("--cache="):
+            shown.append("--cache=FILE")
+        else:
+            shown.append(arg)
+        hide = arg == "--cache"
+    return "python tools/results_drift.py" + ("" if not shown else " " + shlex.join(shown))
+
+
 def _table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return lines + ["| " + " | ".join(row) + " |" for row in rows]
@@ -285,7 +300,7 @@ def render(table, args, argv, run_seconds) -> str:
     import edgelearn
 
     streams, models, seeds = args.streams, args.models, args.seeds
-    command = "python tools/results_drift.py" + ("" if not argv else " " + shlex.join(argv))
+    command = page_command(argv)
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     import river
 
@@ -419,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     run_seconds = sum(r[m]["cpu_seconds"] for s in args.streams for r in results[s].values() for m in args.models)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = "python tools/results_drift.py" + ("" if not argv else " " + shlex.join(argv))
+    command = page_command(argv)
     out.write_text(render(table, args, argv, run_seconds), encoding="utf-8")
     # The headline rows beside the page: docs/data/<stem>.json for docs/<stem>.md.
     write_summary(out.stem, command, summary_rows(table, args), root=out.parent.parent)
