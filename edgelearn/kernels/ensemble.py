@@ -1,5 +1,7 @@
 """Kernels of the online ensemble (AC_OE): the three chunk-trained base
-learners, the weighted vote, the weight decay and the reservoir.
+learners, the weighted vote, the weight decay and the reservoir; and the
+online members beyond the paper (forgetting RLS and PA-I on a row of an
+intercept, the last labels and the channels), at the end of the file.
 
 Instances are dense rows over the channel slots: ``X`` (rows, d) float64 with
 0 where a channel is absent (and in every slot not yet assigned, so sums run
