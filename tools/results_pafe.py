@@ -414,7 +414,7 @@ def render(results: dict, occupancy: dict, args: argparse.Namespace, argv: list[
         f"`PA(C={PAFE().C:g})`. Accuracy over period 2; the verdict cells are the defaults' "
         "mean minus the fresh PA-I's. The defaults were chosen on runs 100-119 of these data "
         "sets (not reported here): PAFE-h over PAFE-c and over a Hedge of all three members, "
-        "C = 0.01 over 1, 0.1 and 0.03.",
+        "its weights by mistakes over the clipped hinge, C = 0.01 over 1, 0.1 and 0.03.",
         "",
         *defaults_table(results, "runs"),
         "",
