@@ -56,16 +56,17 @@ class PAFE(Learner):
     starts at ``f1``'s margins).  The weights follow mistakes, the loss the
     combination is judged by, not PAFE-c's clipped hinge: weighted by the
     hinge, the defaults were below the fresh PA-I (same C) on kr_vs_kp and
-    splice in the tuning runs (-0.004, -0.000), by mistakes above it (+0.001,
-    +0.000).  ``f1`` (the old model on
+    splice in the tuning runs, by mistakes they were not.  ``f1`` (the old model on
     recovered channels) is left out: it was the weakest member after short
     overlaps, and ``f2`` carries the same map.  The defaults (PAFE-h, ``C =
     0.01``, an intercept) were chosen on runs 100-119 of the paper's data
     sets, which ``docs/results-pafe.md`` does not report (it reports runs
-    0-9): the paper's C values are 0.005 to 0.09, and on standardized
-    channels ``C = 1`` took steps too large (0.73 mean accuracy over period 2
-    against 0.78 for ``C = 0.01``); with no intercept the defaults lost 0.13
-    on svmguide3 (24% positives), where a zero margin predicts one class.
+    0-9; ``python tools/results_pafe.py --first-run 100 --runs 20`` reruns
+    the tuning runs): the paper's C values are 0.005 to 0.09, and on
+    standardized channels ``C = 1`` takes steps too large (the page's fresh
+    PA-I averages 0.734 over period 2 at ``C = 1``, 0.779 at ``C = 0.01``);
+    with no intercept the combination lost about 0.13 on svmguide3 (24%
+    positives) in the tuning runs.
 
     Nothing tells the learner where the periods are.  It is in one of three
     phases (``phase``):
