@@ -11,7 +11,7 @@ RESULTS := paacds pafe synthesis kelm ensemble label-budget
 BENCHES := replay kelm gateway memory log-replay
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
-.PHONY: setup demo test test-aarch64 bench results clean
+.PHONY: setup demo test test-aarch64 bench results leaderboard clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,10 @@ results-label-budget: setup
 
 results-%: setup
 	$(PY) tools/results_$*.py
+
+# docs/leaderboard.md from the results pages' summaries (docs/data/*.json); runs no protocol.
+leaderboard: setup
+	$(PY) tools/leaderboard.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

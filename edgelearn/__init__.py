@@ -9,8 +9,8 @@ the evaluation stack.
 """
 
 import importlib
-import sys
 
+from . import _post_import
 from .channels import ChannelSpace
 from .learners import DEFAULT_KIND, KINDS, LEARNERS, Decision, Learner, from_state, make_learner
 
@@ -37,10 +37,9 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
-if "river" in sys.modules:
-    # River is in use: let it recognize the learners as its classifiers
-    # (edgelearn.river; River is never imported here otherwise).
-    from . import river as _river  # noqa: F401
+# When River is in use, whether imported before edgelearn or after, let it recognize
+# the learners as its classifiers (edgelearn.river); River is never imported here.
+_post_import.when_imported("river.base", lambda: importlib.import_module(".river", __name__))
 
 __all__ = [
     "ActiveAROW", "ChannelSpace", "DEFAULT_KIND", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner",

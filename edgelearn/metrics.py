@@ -131,6 +131,19 @@ class ClassificationMetrics:
         self.n_correct += correct
         return self
 
+    def update_many(self, y_true: np.ndarray, y_pred: np.ndarray) -> "ClassificationMetrics":
+        """Count many predictions at once in binary mode (``positive`` set): the
+        counts :meth:`update` would reach one pair at a time. Returns ``self``."""
+        self._need_binary("update_many")
+        pos_t = np.asarray(y_true) == self.positive
+        pos_p = np.asarray(y_pred) == self.positive
+        self.n += int(pos_t.shape[0])
+        self.n_correct += int(np.count_nonzero(np.asarray(y_true) == np.asarray(y_pred)))
+        self._n_true += int(np.count_nonzero(pos_t))
+        self._n_pred += int(np.count_nonzero(pos_p))
+        self._tp += int(np.count_nonzero(pos_t & pos_p))
+        return self
+
     @property
     def accuracy(self) -> float:
         """Fraction of correct predictions (0.0 before any update)."""

@@ -11,13 +11,13 @@ subclasses (``Classifier.register``), so nothing of River is inherited, the
 learners' code paths do not change, and River is never imported by edgelearn
 unless River is being used.
 
-It runs by itself when ``edgelearn`` is imported after River, and a learner
-class defined after it ran registers itself (``Learner.__init_subclass__``). If
-you import edgelearn before River, import this module once:
+It runs by itself as soon as both are imported, in either order: edgelearn
+registers nothing with River until River's ``river.base`` is imported, by the user
+or by anyone (:mod:`edgelearn._post_import`), so importing edgelearn never imports
+River:
 
->>> import edgelearn.river  # doctest: +SKIP
->>> from river import base
 >>> import edgelearn
+>>> import river.base as base  # works while River itself is still importing
 >>> isinstance(edgelearn.PA(), base.Classifier)
 True
 >>> isinstance(edgelearn.MultiLabelKELM(), base.MultiLabelClassifier)
@@ -29,7 +29,7 @@ Every learner passes ``river.checks.check_estimator`` at its defaults
 
 from __future__ import annotations
 
-from river import base
+import river.base as base  # works while River itself is still importing
 
 from .learners.base import Learner
 

@@ -92,6 +92,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import msgpack
+import numpy as np
 
 import edgelearn
 from edgelearn._validation import check_number
@@ -463,6 +464,11 @@ class Pipeline:
         self._pack = msgpack.Packer(use_bin_type=True).pack
         # A batch of plain readings nests 4 deep (message, readings, reading, ch).
         self._fast_batches = limits.max_depth >= 4
+        # Batches of binary PAACDS streams: one jitted decode and one jitted learner
+        # pass per batch (_jitted_batch); the decoder is made on the first batch.
+        self._jitted_batches = (self._fast_batches and learner_kind == "paacds"
+                                and self._learner_params_norm.get("n_classes", 2) == 2)
+        self._batch_decoder: Any = None
 
     # -- the per-message path --------------------------------------------------
 
@@ -482,6 +488,10 @@ class Pipeline:
             and type(payload) is bytes
             and len(payload) <= self.limits.max_payload_bytes
         ):
+            if self._jitted_batches and payload[:1] == b"\x81":  # a map of one key: a batch?
+                out = self._jitted_batch(stream, payload, received_at)
+                if out is not None:
+                    return out
             try:
                 obj = self._unpack(payload)
             except Exception:  # the full path names what is wrong
@@ -588,6 +598,45 @@ class Pipeline:
             payload = self._pack({"predictions": [prediction_fields(**p) for p in predictions]})
         self._batches += 1
         return [Outbound(stream.prediction_topic, payload, self.prediction_qos, False), *requests]
+
+    #: Names and labels the batch decoder may know before it starts over (its
+    #: tables are memory the pipeline bounds, whatever names arrive).
+    _DECODER_ENTRIES = 4096
+
+    def _jitted_batch(self, stream: _Stream, payload: bytes, received_at: float) -> list[Outbound] | None:
+        """A batch of plain readings in one jitted decode and one jitted learner pass
+        (:mod:`firmware_bridge.jitted_rows`), with what :meth:`_answer_batch` gives
+        reading by reading (the label journal included: ``run_jitted`` tells it each
+        lesson); None when the batch needs that path: the decoder is not sure of it,
+        or its readings list channels in differing orders."""
+        from .fast_decode import REC_BATCH, FastDecoder
+        from .jitted_rows import run_jitted
+        from .kernels.replay_rows import column_order
+
+        decoder = self._batch_decoder
+        if decoder is None or len(decoder.names) + len(decoder.labels) > self._DECODER_ENTRIES:
+            decoder = self._batch_decoder = FastDecoder(self.limits)
+        decoded = decoder.decode_payloads([payload])
+        if decoded.kind[0] != REC_BATCH:
+            return None
+        columns = column_order(decoded.pair_name, decoded.pair_count, len(decoder.names))
+        if not columns.shape[0] and decoded.pair_name.shape[0]:
+            return None
+        n = decoded.seq.shape[0]
+        arrays = (decoded.seq, decoded.ts, decoded.label, np.full(n, received_at),
+                  decoded.pair_count, decoded.pair_name, decoded.pair_value)
+        kept = run_jitted(self, stream.name, arrays, columns, decoder, True)
+        predictions = [
+            {"seq": seq, "ts": ts, "y": y, "score": score, "query": ask}
+            for seq, ts, y, score, ask in zip(decoded.seq.tolist(), decoded.ts.tolist(),
+                                              kept["y"], kept["score"], kept["ask"])
+        ]
+        try:
+            packed = self._pack({"predictions": predictions})
+        except TypeError:
+            packed = self._pack({"predictions": [prediction_fields(**p) for p in predictions]})
+        self._batches += 1
+        return [Outbound(stream.prediction_topic, packed, self.prediction_qos, False), *kept["requests"]]
 
     def _predict(
         self, stream: _Stream, reading: tuple, received_at: float

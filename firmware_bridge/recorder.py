@@ -61,6 +61,7 @@ __all__ = [
     "read_header",
     "read_log",
     "iter_logs",
+    "LogFiles",
     "write_log",
 ]
 
@@ -496,16 +497,36 @@ def _log_paths(paths_or_dirs: PathLike | Iterable[PathLike]) -> Iterator[str]:
             yield item
 
 
+class LogFiles:
+    """The records of many log files, as :func:`iter_logs` gives them: iterate it for
+    :class:`LogRecord` values; bulk readers (``firmware_bridge.bulk_replay``) read
+    :meth:`files` themselves and call ``on_error`` alike."""
+
+    def __init__(self, paths_or_dirs: PathLike | Iterable[PathLike],
+                 on_error: Callable[[LogError], None] | None = None):
+        if not isinstance(paths_or_dirs, (str, os.PathLike)):
+            paths_or_dirs = list(paths_or_dirs)
+        self.paths_or_dirs = paths_or_dirs
+        self.on_error = on_error
+
+    def files(self) -> list[str]:
+        """The files to read, in reading order."""
+        return list(_log_paths(self.paths_or_dirs))
+
+    def __iter__(self) -> Iterator[LogRecord]:
+        for path in _log_paths(self.paths_or_dirs):
+            yield from read_log(path, on_error=self.on_error)
+
+
 def iter_logs(
     paths_or_dirs: PathLike | Iterable[PathLike],
     on_error: Callable[[LogError], None] | None = None,
-) -> Iterator[LogRecord]:
-    """Yield the records of many log files: each directory's ``*.msgpack`` files in
+) -> LogFiles:
+    """The records of many log files: each directory's ``*.msgpack`` files in
     name order (which is write order for :class:`LogWriter` files), explicit files
     where they appear in the argument. ``on_error`` as in :func:`read_log`; with it, a
     bad file is reported and reading goes on with the next one."""
-    for path in _log_paths(paths_or_dirs):
-        yield from read_log(path, on_error=on_error)
+    return LogFiles(paths_or_dirs, on_error)
 
 
 def write_log(

@@ -553,6 +553,32 @@ def block_diagonal_from_local(L_local, block, n):
     return full
 
 
+def kelm_loo_scores(X, c, T, Lx, Ly, gamma, lam, gam):
+    """Each labelled row refit out: the model with its label set removed
+    (c_a = 0, t_a = 0; the graphs kept) solved from scratch scores it.
+    Returns the (score, positive) pairs of its known targets, rows then labels."""
+    S, Y = [], []
+    for a in np.flatnonzero(c > 0):
+        c_out, T_out = c.copy(), T.copy()
+        c_out[a], T_out[a] = 0.0, 0.0
+        omega = kelm_omega(X, c_out, Lx, Ly, gamma, lam, gam)
+        f = kelm_kernel(X[a], X, gamma)[0] @ np.linalg.solve(omega, c_out[:, None] * T_out)
+        for j in np.flatnonzero(T[a]):
+            S.append(f[j])
+            Y.append(T[a, j] > 0)
+    return np.array(S, dtype=np.float64), np.array(Y, dtype=bool)
+
+
+def count_cut(S, Y):
+    """Yang's PCut pooled over labels: midway between the P-th and the
+    (P+1)-th highest score, P the positives; NaN without both classes."""
+    P = int(np.sum(Y))
+    if P == 0 or P == len(Y):
+        return math.nan
+    s = np.sort(S)[::-1]
+    return 0.5 * (s[P - 1] + s[P])
+
+
 class KELMReference:
     """The multi-label KELM window rebuilt from scratch at every question,
     from docs/learners.md and MultiLabelKELM's docstring: lists of instances,
@@ -567,10 +593,14 @@ class KELMReference:
     uses the labels known when it enters.
     """
 
-    def __init__(self, window, block_size, max_unlabelled, gamma, J0, lam, gam, n_neighbors, m):
+    def __init__(self, window, block_size, max_unlabelled, gamma, J0, lam, gam, n_neighbors, m, threshold="pcut"):
         self.window, self.block_size, self.max_unlabelled = window, block_size, max_unlabelled
         self.gamma, self.J0, self.lam, self.gam = gamma, J0, lam, gam
         self.n_neighbors, self.m = n_neighbors, m
+        self.threshold = threshold
+        # A label is predicted present when its score is above the cut:
+        # refit from the window's leave-one-out scores after every block.
+        self.cut = 0.0 if threshold == "pcut" else float(threshold)
         self.items = []      # window, oldest first: {"uid", "x", "t", "c", "block"}
         self.pending = []    # {"x", "t"}
         self.graphs = {}     # block id -> (uids, Sx, Sy) as built
@@ -673,6 +703,12 @@ class KELMReference:
         self.pending = []
         live = {it["uid"] for it in self.items}
         self.graphs = {k: g for k, g in self.graphs.items() if live.intersection(g[0])}
+        if self.threshold == "pcut":
+            X, T, c = self.arrays()
+            Lx, Ly = self.laplacians()
+            cut = count_cut(*kelm_loo_scores(X, c, T, Lx, Ly, self.gamma, self.lam, self.gam))
+            if not math.isnan(cut):
+                self.cut = cut
 
 
 # -- online ensemble, AC_OE (seed 003) ------------------------------------------------

@@ -12,6 +12,9 @@ from edgelearn.kernels import ensemble as E
 from edgelearn.kernels.rng import new_state
 from edgelearn.learners.ensemble import _MIN_COUNT
 
+#: The paper's model (AC_OE): no online members (OnlineEnsemble's defaults have them).
+NO_ONLINE = dict(forgetting=None, online_C=None, label_lags=0)
+
 
 def test_weights_follow_the_decay_rule_on_a_hand_checked_sequence():
     weights = np.array([0.5, 0.25, 0.25, 0.0])
@@ -177,7 +180,7 @@ def _stream(n, seed, n_classes, n_channels=5, p_missing=0.2, switch=None):
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_learner_matches_the_reference_instance_by_instance(base, n_classes):
     params = dict(base=base, chunk_size=25, n_members=3, beta=0.8, alpha=0.7, reservoir_size=30, C=2.0,
-                  gamma=None, var_floor=0.01, n_classes=n_classes, capacity=8, seed=4)
+                  gamma=None, var_floor=0.01, n_classes=n_classes, capacity=8, seed=4, **NO_ONLINE)
     model = edgelearn.OnlineEnsemble(**params)
     reference = naive.OnlineEnsembleReference(
         base, 25, 3, 0.8, 0.7, 30, 2.0, None, n_classes, 0.01, _MIN_COUNT, 4)
@@ -203,7 +206,7 @@ def test_learner_matches_the_reference_instance_by_instance(base, n_classes):
 
 
 def test_members_are_replaced_after_a_drift_and_accuracy_recovers():
-    model = edgelearn.OnlineEnsemble(chunk_size=50, n_members=4, n_classes=3, seed=1)
+    model = edgelearn.OnlineEnsemble(chunk_size=50, n_members=4, alpha=1.0, n_classes=3, seed=1, **NO_ONLINE)
     hits = []
     for x, c in _stream(4000, seed=9, n_classes=3, p_missing=0.0, switch=2000):
         hits.append(model.predict_one(x) == c)
@@ -218,7 +221,7 @@ def test_members_are_replaced_after_a_drift_and_accuracy_recovers():
 
 @pytest.mark.parametrize("base", ["kelm", "pa", "nb"])
 def test_a_channel_the_model_has_never_seen_changes_no_prediction(base):
-    model = edgelearn.OnlineEnsemble(base=base, chunk_size=20, n_members=2, reservoir_size=10, capacity=3)
+    model = edgelearn.OnlineEnsemble(base=base, chunk_size=20, n_members=2, reservoir_size=10, capacity=3, alpha=1.0)
     for x, c in _stream(200, seed=5, n_classes=2, n_channels=3, p_missing=0.0):
         model.learn_one(x, bool(c))
     x = {"ch0": 0.3, "ch1": -1.2, "ch2": 8.0}
@@ -229,7 +232,8 @@ def test_a_channel_the_model_has_never_seen_changes_no_prediction(base):
     np.testing.assert_array_equal(model._x, dense)
 
 def test_forgetting_a_slot_clears_it_everywhere():
-    model = edgelearn.OnlineEnsemble(base="nb", chunk_size=10, n_members=2, reservoir_size=5, capacity=3, evict_after=5)
+    model = edgelearn.OnlineEnsemble(base="nb", chunk_size=10, n_members=2, reservoir_size=5, capacity=3, evict_after=5,
+                                     alpha=1.0)
     for i in range(40):
         model.learn_one({"a": float(i % 3), "b": float(i % 5)}, i % 2 == 0)
     slot = model.channels.slot_of("b")
@@ -255,7 +259,8 @@ def test_gateway_can_build_it_by_kind():
 @pytest.mark.parametrize("base", ["kelm", "pa", "nb"])
 def test_memory_is_the_documented_bound(base):
     d, n, m, k, K = 32, 50, 120, 6, 3
-    model = edgelearn.OnlineEnsemble(base=base, chunk_size=n, reservoir_size=m, n_members=k, n_classes=K, capacity=d)
+    model = edgelearn.OnlineEnsemble(base=base, chunk_size=n, reservoir_size=m, n_members=k, n_classes=K, capacity=d,
+                                     **NO_ONLINE)
     rows = 9 * d * (2 * n + 2 * m) + 17 * (n + m)
     models = {
         "kelm": 8 * (k * n + n + m) * (d + K) + 8 * (n + m) * (n + m + K),
@@ -265,3 +270,192 @@ def test_memory_is_the_documented_bound(base):
     bound = rows + models
     extra = model.memory_bytes() - model.channels.memory_bytes() - bound
     assert 0 <= extra <= 64 * (k + d + K)  # the scratch rows, counts and labels
+
+
+# -- the online members (options beyond the paper) ---------------------------------
+
+
+def _rls_reference(rows, labels, n_classes, lam, p0):
+    """Exponentially weighted least squares solved from scratch after each row:
+    ``W = argmin sum_i lam^(t-i) ||t_i - W v_i||^2 + lam^t ||W||^2 / p0`` (P starts at p0 I),
+    i.e. ``W' = (lam^t I / p0 + sum lam^(t-i) v_i v_i')^-1 sum lam^(t-i) v_i t_i'``."""
+    a = rows.shape[1]
+    out = []
+    for t in range(1, len(rows) + 1):
+        decay = lam ** (t - 1 - np.arange(t))
+        V, T = rows[:t], np.where(labels[:t, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
+        A = lam ** t * np.eye(a) / p0 + (V * decay[:, None]).T @ V
+        out.append(np.linalg.solve(A, (V * decay[:, None]).T @ T).T)
+    return out
+
+
+def test_rls_learn_matches_a_from_scratch_weighted_least_squares():
+    rng = np.random.default_rng(11)
+    a, K, lam = 5, 3, 0.97
+    rows = rng.normal(size=(60, a))
+    labels = rng.integers(0, K, 60)
+    # P starts at 0.1 I and every direction is excited, so P's diagonal stays below 1
+    # and the wind-up bound never acts.
+    P, W, Pv = 0.1 * np.eye(a + 2), np.zeros((K, a + 2)), np.zeros(a + 2)
+    v = np.zeros(a + 2)
+    for t, expected in enumerate(_rls_reference(rows, labels, K, lam, 0.1)):
+        v[:a] = rows[t]
+        E.rls_learn(P, W, v, a, labels[t], K, lam, Pv)
+        assert P.diagonal()[:a].max() < 1.0
+        np.testing.assert_allclose(W[:, :a], expected, rtol=1e-8, atol=1e-10)
+    assert not W[:, a:].any() and P[a:, a:].tolist() == (0.1 * np.eye(2)).tolist()  # beyond a: untouched
+
+
+def test_rls_bounds_the_covariance_of_a_direction_rows_stop_exciting():
+    P, W, Pv, v = np.eye(3), np.zeros((2, 3)), np.zeros(3), np.array([1.0, 0.0, 0.5])
+    rng = np.random.default_rng(3)
+    for _ in range(2000):  # channel 1 held at its mean: P[1, 1] would grow as 0.99^-t
+        v[2] = rng.normal()
+        E.rls_learn(P, W, v, 3, int(rng.integers(0, 2)), 2, 0.99, Pv)
+    assert P.diagonal().max() <= 1.0 + 1e-12
+    np.testing.assert_allclose(P, P.T, atol=1e-12)
+    assert np.linalg.eigvalsh(P).min() > 0.0
+
+
+def test_pa_learn_is_pa_fit_one_row_at_a_time():
+    rng = np.random.default_rng(12)
+    X, _ = _rows(rng, 50, 4)
+    labels = rng.integers(0, 3, 50)
+    expected = np.zeros((1, 3, 4))
+    E.pa_fit(0, X, labels, 50, 4, 3, 0.7, expected)
+    W = np.zeros((3, 6))
+    for x, c in zip(X, labels):
+        E.pa_learn(W, np.concatenate([x, [9.0, 9.0]]), 4, c, 3, 0.7)
+    np.testing.assert_allclose(W[:, :4], expected[0], rtol=1e-12)
+    assert not W[:, 4:].any()
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_online_row_and_label_lags(n_classes):
+    b = 1 if n_classes == 2 else n_classes
+    lags, v = np.zeros(2 * b), np.zeros(1 + 2 * b + 4)
+    history = []
+    for y in (1, 0, 2 % n_classes, 1):
+        E.push_label(lags, 2 * b, y, n_classes)
+        history.insert(0, y)
+        code = lambda c: [1.0 if c == 1 else -1.0] if n_classes == 2 else list(np.eye(n_classes)[c])  # noqa: E731
+        assert lags.tolist() == code(history[0]) + (code(history[1]) if len(history) > 1 else [0.0] * b)
+    x = np.array([0.5, -1.0, 3.0, 7.0])
+    assert E.online_row(x, 3, lags, 2 * b, v) == 1 + 2 * b + 3
+    assert v[: 1 + 2 * b + 3].tolist() == [1.0, *lags, 0.5, -1.0, 3.0]
+    scores = np.zeros(n_classes)
+    W = np.arange(n_classes * v.size, dtype=float).reshape(n_classes, -1) % 5 - 2
+    assert E.linear_label(W, v, 4, n_classes, scores) == int(np.argmax(W[:, :4] @ v[:4]))
+
+
+ONLINE = dict(forgetting=0.98, online_C=0.5, label_lags=2)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_online_members_follow_their_kernels_and_vote_with_decayed_weights(n_classes):
+    """The learner's online members step for step against the kernels driven by
+    hand from the decisions' (slots, z), and the vote against the decay rule."""
+    model = edgelearn.OnlineEnsemble(chunk_size=20, n_members=2, reservoir_size=10, capacity=6, alpha=0.0,
+                                      beta=0.6, n_classes=n_classes, seed=2, **ONLINE)
+    K, b = n_classes, 1 if n_classes == 2 else n_classes
+    n_lag, width = 2 * b, 1 + 2 * b + 6
+    P, Wr, Wp, lags, Pv, v = np.eye(width), np.zeros((K, width)), np.zeros((K, width)), np.zeros(n_lag), np.zeros(width), np.zeros(width)
+    weights = np.array([0.0, 0.0, 0.5, 0.5])
+    scores = np.zeros(K)
+    for i, (x, c) in enumerate(_stream(300, seed=7, n_classes=n_classes, switch=150)):
+        y = bool(c) if n_classes == 2 else c
+        decision = model.decide_one(x)
+        dense = np.zeros(6)
+        dense[decision.slots] = decision.z
+        a = E.online_row(dense, model.channels.n_assigned, lags, n_lag, v)
+        online = [E.linear_label(Wr, v, a, K, scores), E.linear_label(Wp, v, a, K, scores)]
+        model.learn(decision.slots, decision.z, y)
+        index = c if n_classes == 2 else model.classes.index(y)  # known once learned
+        members = model._member_labels[:2].tolist()
+        for j, label in enumerate([*members, *online]):
+            if label != index:
+                weights[j] *= 0.6
+        weights /= weights.sum()
+        assert model._member_labels[2:].tolist() == online, i
+        E.rls_learn(P, Wr, v, a, index, K, 0.98, Pv)
+        E.pa_learn(Wp, v, a, index, K, 0.5)
+        E.push_label(lags, n_lag, index, K)
+        if (i + 1) % 20 == 0:  # a chunk member is (re)placed with weight 1
+            slot = int(np.argmax(model.born[:2] == i // 20)) if model.members == 2 else model.members - 1
+            weights[slot] = 1.0
+            weights /= weights.sum()
+        np.testing.assert_allclose(model.weights, weights, rtol=1e-12)
+    np.testing.assert_allclose(model.rls_W, Wr, rtol=1e-12)
+    np.testing.assert_allclose(model.pa_W, Wp, rtol=1e-12)
+    np.testing.assert_array_equal(model.lags, lags)
+    assert int(model.reservoir_counts[0]) == 0  # alpha 0: no global learner, no reservoir
+
+
+def test_online_state_round_trips_and_continues_alike():
+    model = edgelearn.OnlineEnsemble(chunk_size=20, n_members=3, reservoir_size=10, capacity=6, **ONLINE)
+    stream = list(_stream(400, seed=8, n_classes=2))
+    for x, c in stream[:250]:
+        model.learn_one(x, bool(c))
+    copy = edgelearn.OnlineEnsemble.from_state(model.to_state())
+    for name in ("rls_P", "rls_W", "pa_W", "lags", "weights"):
+        np.testing.assert_array_equal(getattr(copy, name), getattr(model, name))
+    for x, c in stream[250:]:
+        assert copy.predict_one(x) == model.predict_one(x)
+        model.learn_one(x, bool(c))
+        copy.learn_one(x, bool(c))
+    np.testing.assert_array_equal(copy.rls_W, model.rls_W)
+
+
+def test_online_options_are_validated_with_their_names():
+    for params, message in (({"forgetting": 1.5}, "'forgetting'"), ({"forgetting": 0.0}, "'forgetting'"),
+                            ({"online_C": -1.0}, "'online_C'"), ({"label_lags": -1}, "'label_lags'")):
+        with pytest.raises((ValueError, TypeError), match=message):
+            edgelearn.OnlineEnsemble(**params)
+
+
+def test_a_forgotten_slot_resets_its_online_column():
+    model = edgelearn.OnlineEnsemble(base="pa", chunk_size=10, n_members=2, reservoir_size=5, capacity=3,
+                                     evict_after=5, **ONLINE)
+    for i in range(40):
+        model.learn_one({"a": float(i % 3), "b": float(i % 5)}, i % 2 == 0)
+    j = 1 + 2 + model.channels.slot_of("b")
+    assert model.rls_W[:, j].any() and model.pa_W[:, j].any()
+    for i in range(20):
+        model.learn_one({"a": float(i % 3), "c": 1.0 + i % 2}, i % 2 == 0)
+    model.learn_one({"a": 1.0, "d": 2.0}, True)
+    assert "b" not in model.channels.names
+    # "d" took b's slot and has been learned once since; before that the column was reset.
+    copy = edgelearn.OnlineEnsemble(base="pa", chunk_size=10, n_members=2, reservoir_size=5, capacity=3,
+                                    evict_after=5, **ONLINE)
+    assert copy.rls_P.shape == model.rls_P.shape
+    assert model.rls_P[j, j] <= 1.0
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_online_members_memory_is_the_documented_bound(n_classes):
+    d, L, K = 32, 2, n_classes
+    width = 1 + L * (1 if K == 2 else K) + d
+    plain = edgelearn.OnlineEnsemble(n_members=0, n_classes=K, capacity=d, **NO_ONLINE)
+    model = edgelearn.OnlineEnsemble(n_members=0, n_classes=K, capacity=d, label_lags=L)
+    # RLS: P and W; PA-I: W; the lag block; the row and P v scratch; two more vote slots.
+    extra = 8 * width * width + 8 * K * width + 8 * K * width + 8 * (width - 1 - d) + 16 * width + 2 * (8 + 8 + 8)
+    assert model.memory_bytes() - plain.memory_bytes() == extra
+
+
+def test_the_default_is_the_online_members_alone():
+    """The defaults (tuned for drift, docs/results-drift.md): no chunk members, no global
+    learner, an RLS and a PA-I member on [1, last label, x]."""
+    model = edgelearn.OnlineEnsemble()
+    assert (model.n_members, model.alpha, model.forgetting, model.online_C, model.label_lags) == (0, 0.0, 0.999, 1.0, 1)
+    hits = []
+    # A label that mostly repeats (Electricity-like autocorrelation) and depends on ch0 otherwise.
+    rng, previous = random.Random(4), True
+    for i in range(2000):
+        x = {"ch0": rng.gauss(0, 1), "ch1": rng.gauss(0, 1)}
+        y = previous if rng.random() < 0.8 else x["ch0"] > 0
+        hits.append(model.predict_one(x) == y)
+        model.learn_one(x, y)
+        previous = y
+    # The best rule is right 0.9 of the time (so is the last label alone; ch0 alone 0.6).
+    assert np.mean(hits[500:]) > 0.85
+    assert model.members == 0 and int(model.reservoir_counts[0]) == 0

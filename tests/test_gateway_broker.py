@@ -14,7 +14,6 @@ Debian package ``mosquitto``.
 from __future__ import annotations
 
 import collections
-import getpass
 import json
 import os
 import pathlib
@@ -33,6 +32,8 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from brokers import Broker, broker, wait_until  # noqa: F401  (broker: a fixture)
+
 from edgelearn import datasets
 from firmware_bridge.checkpoints import checkpoint_path
 from firmware_bridge.protocol import DEFAULT_LIMITS, Topics, encode_data, encode_label
@@ -42,94 +43,6 @@ pytestmark = pytest.mark.broker
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOPICS = Topics()
 GATEWAY_ID = "gwtest"
-
-
-def _mosquitto_binary() -> str:
-    found = shutil.which("mosquitto") or (
-        "/usr/sbin/mosquitto" if os.access("/usr/sbin/mosquitto", os.X_OK) else None
-    )
-    if found is None:
-        pytest.fail(
-            "the broker tests need the mosquitto broker, which is not installed: "
-            "install the Debian package `mosquitto` (sudo apt-get install mosquitto)",
-            pytrace=False,
-        )
-    return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-class Broker:
-    """A mosquitto process on a free port, with persistence in ``directory``."""
-
-    def __init__(self, directory: pathlib.Path, extra: str = ""):
-        self.binary = _mosquitto_binary()
-        self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
-        self.port = _free_port()
-        self.config = directory / "mosquitto.conf"
-        self.config.write_text(
-            f"listener {self.port} 127.0.0.1\n"
-            "allow_anonymous true\n"
-            "persistence true\n"
-            f"persistence_location {directory}/\n"
-            "max_queued_messages 0\n"
-            "max_inflight_messages 100\n"
-            f"log_dest file {directory}/mosquitto.log\n"
-            # Started as root, mosquitto would switch to its own user, which cannot
-            # write this test's directories; as anyone else this is ignored.
-            f"user {getpass.getuser()}\n" + extra
-        )
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [self.binary, "-c", str(self.config)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
-
-        def accepting():
-            if self.process.poll() is not None:
-                raise AssertionError(
-                    f"mosquitto exited: {self.process.stderr.read().decode()}"
-                )
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return True
-            except OSError:
-                return False
-
-        wait_until(accepting, 10, "mosquitto to accept connections")
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(sig)
-            self.process.wait(10)
-        self.process = None
-
-
-@pytest.fixture
-def broker(tmp_path):
-    b = Broker(tmp_path / "broker")
-    b.start()
-    yield b
-    if b.process is not None and b.process.poll() is None:
-        b.process.kill()
-        b.process.wait(10)
 
 
 class Client:

@@ -21,7 +21,7 @@ import threading
 import msgpack
 import paho.mqtt.client as paho
 import pytest
-from test_gateway_broker import Broker, wait_until
+from brokers import Broker, wait_until
 
 from firmware_bridge.checkpoints import stream_of_checkpoint
 from firmware_bridge.protocol import encode_data

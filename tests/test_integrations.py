@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,7 +20,8 @@ import msgpack
 import paho.mqtt.client as paho
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from test_gateway_broker import Broker, Gateway, wait_until
+from brokers import broker, free_port, installed, wait_until  # noqa: F401  (broker: a fixture)
+from test_gateway_broker import Gateway
 
 from firmware_bridge.homeassistant import HomeAssistant, sanitize
 
@@ -60,28 +60,8 @@ HA_ENTITY_CATEGORIES = {"config", "diagnostic"}
 HA_OBJECT_ID = r"[a-zA-Z0-9_-]+"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _client_binary(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        pytest.fail(f"{name} is not installed: install the Debian package mosquitto-clients",
-                    pytrace=False)
-    return found
-
-
-@pytest.fixture
-def broker(tmp_path):
-    b = Broker(tmp_path / "broker")
-    b.start()
-    yield b
-    if b.process is not None and b.process.poll() is None:
-        b.process.kill()
-        b.process.wait(10)
+    return installed(name, "mosquitto-clients", "these tests")
 
 
 class Recorder:
@@ -130,7 +110,7 @@ def _check_ha_config(topic: str, config: dict) -> str:
 def test_mosquitto_pub_of_a_zigbee2mqtt_object_is_predicted_and_the_integrations_answer(
     broker, tmp_path
 ):
-    metrics_port = _free_port()
+    metrics_port = free_port()
     (tmp_path / "gw").mkdir()
     gateway = Gateway(tmp_path / "gw", broker.port, extra=(
         '[topics]\ndata = "zigbee2mqtt/{stream}"\n'

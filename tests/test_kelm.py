@@ -229,9 +229,42 @@ def test_refactor_alpha_and_scores_match(seed):
     np.testing.assert_allclose(w["A"][:n], alpha, rtol=1e-9, atol=1e-12 * np.abs(alpha).max())
     u = rng.normal(size=d)
     out = np.zeros(m)
-    K.scores(w["Xt"], n, d, u, gamma, w["A"], m - 1, np.zeros(w["Q"].shape[0]), out)
+    margin = K.scores(w["Xt"], n, d, u, gamma, w["A"], m - 1, np.zeros(w["Q"].shape[0]), out, 0.05)
     f = naive.kelm_kernel(u, w["Xt"][:, :n].T, gamma)[0] @ alpha
     np.testing.assert_allclose(out[: m - 1], f[: m - 1], rtol=1e-9, atol=1e-12 * np.abs(f).max())
+    assert margin == pytest.approx(np.abs(f[: m - 1] - 0.05).min(), rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_loo_scores_equal_a_refit_from_scratch_without_each_label_set(seed):
+    rng = np.random.default_rng(seed)
+    lam, gam, gamma = (0.3, 0.2, 0.4) if seed % 2 else (0.0, 0.0, 0.4)
+    w, n, _ = random_window(rng, lam=lam, gam=gam, gamma=gamma)
+    d, W, m = w["Xt"].shape[0], w["Q"].shape[0], w["T"].shape[1]
+    K.alpha(w["Q"], n, w["c"], w["T"], m, w["A"])
+    S, Y = np.zeros(W * m), np.zeros(W * m, dtype=np.bool_)
+    count = K.loo_scores(w["Q"], n, w["Xt"], d, gamma, w["c"], w["T"], m, w["A"], np.zeros(W), np.zeros(m), S, Y)
+    Lx = naive.block_diagonal_from_local(w["Lx"], w["block"], n)
+    Ly = naive.block_diagonal_from_local(w["Ly"], w["block"], n)
+    S_ref, Y_ref = naive.kelm_loo_scores(w["Xt"][:, :n].T, w["c"][:n], w["T"][:n], Lx, Ly, gamma, lam, gam)
+    assert count == len(S_ref) > 0
+    np.testing.assert_allclose(S[:count], S_ref, rtol=1e-8, atol=1e-10 * np.abs(S_ref).max())
+    np.testing.assert_array_equal(Y[:count], Y_ref)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_count_cut_matches_the_sorted_reference(seed):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 60))
+    S = np.round(rng.normal(size=k + 5), 1)  # ties on purpose
+    Y = rng.random(k + 5) < 0.3
+    Y[0], Y[1] = True, False
+    expected = naive.count_cut(S[:k], Y[:k])
+    assert K.count_cut(S, Y, k) == pytest.approx(expected, abs=1e-15)
+    # As many scores above the cut as positives, up to ties at the cut.
+    assert np.sum(S[:k] > expected) <= np.sum(Y[:k]) <= np.sum(S[:k] >= expected)
+    assert np.isnan(K.count_cut(S, np.zeros(k + 5, dtype=np.bool_), k))
+    assert np.isnan(K.count_cut(S, np.ones(k + 5, dtype=np.bool_), k))
 
 
 def find_by_hand(u, Xt, n, c, Xp, n_pending, Tp):
@@ -285,8 +318,8 @@ def drive_both(model, reference, n, seed, p_label=0.2, p_answer=0.25, late_label
             y["r"] = x.get("c3", 0) > 0  # a label that appears later
         d = model.decide_one(x)
         f = model.scores(d.slots, d.z)
-        assert d.label == {name: bool(v > 0) for name, v in zip(model.labels, f)}
-        assert d.score == (float(np.abs(f).min()) if len(f) else 0.0)
+        assert d.label == {name: bool(v > model.cut) for name, v in zip(model.labels, f)}
+        assert d.score == (float(np.abs(f - model.cut).min()) if len(f) else 0.0)
         u = np.zeros(model.capacity)
         u[d.slots] = d.z
         reference.observe(u)
@@ -309,6 +342,7 @@ def drive_both(model, reference, n, seed, p_label=0.2, p_answer=0.25, late_label
             ref = reference.scores(u)[: len(f)]
             if len(f):
                 np.testing.assert_allclose(f, ref, rtol=RTOL, atol=1e-10 * np.abs(ref).max())
+        assert model.cut == pytest.approx(reference.cut, rel=1e-7, abs=1e-9)
     return worst
 
 
@@ -341,8 +375,8 @@ def test_maintained_inverse_and_predictions_equal_the_closed_form(window, block,
 
 
 def test_periodic_refactor_keeps_the_same_model():
-    model = MultiLabelKELM(window=24, block_size=6, gamma=0.3, J0=1.0, n_neighbors=2, max_labels=4,
-                           refactor_every=3)
+    model = MultiLabelKELM(window=24, block_size=6, gamma=0.3, J0=1.0, lam=0.1, gam=0.1, n_neighbors=2,
+                           max_labels=4, refactor_every=3)
     reference = naive.KELMReference(24, 6, model._max_unlabelled, 0.3, 1.0, 0.1, 0.1, 2, 4)
     assert drive_both(model, reference, 200, seed=5) < RTOL
     assert model._updates < 3
@@ -402,7 +436,7 @@ def test_gamma_none_is_one_over_the_channels_seen_at_the_first_block():
 
 
 def test_a_recycled_channel_is_zeroed_everywhere_and_the_inverse_rebuilt():
-    model = MultiLabelKELM(window=16, block_size=4, gamma=0.3, J0=1.0, max_labels=2, capacity=3, evict_after=5)
+    model = MultiLabelKELM(window=16, block_size=4, gamma=0.3, J0=1.0, lam=0.1, gam=0.1, max_labels=2, capacity=3, evict_after=5)
     rng = random.Random(4)
     for i in range(40):
         x = {"a": rng.gauss(0, 1), "b": rng.gauss(0, 1), "old": rng.gauss(0, 1)} if i < 20 else \
@@ -443,13 +477,14 @@ def test_state_round_trip_mid_block_is_exact():
         model.learn(a.slots, a.z, y)
         restored.learn(b.slots, b.z, y)
     assert model.Q.tobytes() == restored.Q.tobytes()
+    assert model.cut == restored.cut != 0.0  # the learned cut travels in the checkpoint
 
 
 def test_memory_bytes_is_the_documented_formula():
     for W, b, m, d in ((256, 20, 16, 256), (12, 3, 2, 5), (64, 64, 1, 7)):
         model = MultiLabelKELM(window=W, block_size=b, max_labels=m, capacity=d)
-        formula = 8 * (W * (W + d + 2 * m + 6 * b + 6) + b * (d + 2 * m + 2 * b + 2) + d + 3 * m + 1) \
-            + W + b * b + 64 * m
+        formula = 8 * (W * (W + d + 3 * m + 6 * b + 6) + b * (d + 2 * m + 2 * b + 2) + d + 3 * m + 1) \
+            + W * (m + 1) + b * b + 64 * m
         assert model.memory_bytes() == formula + model.channels.memory_bytes()
 
 

@@ -27,9 +27,7 @@ from __future__ import annotations
 import collections
 import os
 import pathlib
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -39,6 +37,8 @@ import msgpack
 import paho.mqtt.client as paho
 import pytest
 
+from brokers import cluster, wait_until  # noqa: F401  (cluster: a fixture)
+
 from firmware_bridge.checkpoints import stream_of_checkpoint
 from firmware_bridge.protocol import encode_data
 
@@ -47,133 +47,6 @@ pytestmark = pytest.mark.nats
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 STREAMS = [f"s{i}" for i in range(8)]
 PER_STREAM = 150  # messages per stream; 1,200 in all
-
-
-def _nats_binary() -> str:
-    found = shutil.which("nats-server") or next(
-        (p for p in ("/usr/sbin/nats-server", "/usr/bin/nats-server") if os.access(p, os.X_OK)),
-        None,
-    )
-    if found is None:
-        pytest.fail("the NATS cluster test needs nats-server, which is not installed: "
-                    "install the Debian package `nats-server` (sh tools/ensure_nats.sh)",
-                    pytrace=False)
-    return found
-
-
-def _free_ports(n: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-class NatsCluster:
-    """Three clustered nats-server processes with JetStream and MQTT listeners."""
-
-    # MQTT's "/" is NATS's "."; the mapping applies to every message published into
-    # the account, MQTT publishes included. QoS 1 publishes are the same subjects
-    # under "$MQTT.msgs." (the JetStream stream NATS keeps them in), so both are mapped.
-    MAPPINGS = {
-        "sensors.*.data": "part.{{partition(2,1)}}.sensors.{{wildcard(1)}}.data",
-        "edgelearn.*.label": "part.{{partition(2,1)}}.edgelearn.{{wildcard(1)}}.label",
-    }
-
-    def __init__(self, directory: pathlib.Path, size: int = 3):
-        self.binary = _nats_binary()
-        self.directory = directory
-        ports = _free_ports(3 * size)
-        self.client_ports = ports[0:size]
-        self.route_ports = ports[size : 2 * size]
-        self.mqtt_ports = ports[2 * size :]
-        self.processes: list[subprocess.Popen | None] = [None] * size
-        routes = ", ".join(f"nats-route://127.0.0.1:{p}" for p in self.route_ports)
-        mappings = "\n".join(f'  "{src}": "{dst}"' for src, dst in self.MAPPINGS.items())
-        self.configs = []
-        for i in range(size):
-            node = directory / f"n{i + 1}"
-            node.mkdir(parents=True, exist_ok=True)
-            config = node / "nats.conf"
-            config.write_text(
-                f"server_name: n{i + 1}\n"
-                f"listen: 127.0.0.1:{self.client_ports[i]}\n"
-                f'jetstream {{ store_dir: "{node}/js" }}\n'
-                f"cluster {{ name: edgelearn-test, listen: 127.0.0.1:{self.route_ports[i]},"
-                f" routes: [{routes}] }}\n"
-                # ack_wait: how long an unacknowledged QoS 1 message waits before it is
-                # delivered again (default 30 s; shorter keeps the test short).
-                f'mqtt {{ listen: 127.0.0.1:{self.mqtt_ports[i]}, ack_wait: "8s",'
-                " stream_replicas: 3 }\n"
-                f"mappings = {{\n{mappings}\n}}\n"
-            )
-            self.configs.append(config)
-
-    def start(self) -> None:
-        for i, config in enumerate(self.configs):
-            log = open(config.parent / "nats.log", "ab")
-            self.processes[i] = subprocess.Popen(
-                [self.binary, "-c", str(config)], stdout=log, stderr=subprocess.STDOUT
-            )
-            log.close()
-        for i in range(len(self.configs)):
-            wait_until(lambda i=i: self._mqtt_ready(i), 30, f"NATS node {i + 1}'s MQTT listener")
-
-    def _mqtt_ready(self, i: int) -> bool:
-        """A CONNACK with success: the node's MQTT needs JetStream (a meta leader)."""
-        process = self.processes[i]
-        if process is not None and process.poll() is not None:
-            raise AssertionError(f"nats-server n{i + 1} exited:\n"
-                                 + (self.configs[i].parent / "nats.log").read_text()[-3000:])
-        result = []
-        client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=f"probe-{i}",
-                             protocol=paho.MQTTv311)
-        client.on_connect = lambda c, u, f, rc, p: result.append(rc.is_failure)
-        try:
-            client.connect("127.0.0.1", self.mqtt_ports[i], keepalive=5)
-            deadline = time.monotonic() + 2
-            while not result and time.monotonic() < deadline:
-                client.loop(0.1)
-            client.disconnect()
-        except OSError:
-            return False
-        return result == [False]
-
-    def kill(self, i: int) -> None:
-        process = self.processes[i]
-        process.send_signal(signal.SIGKILL)
-        process.wait(10)
-
-    def stop(self) -> None:
-        for process in self.processes:
-            if process is not None and process.poll() is None:
-                process.kill()
-                process.wait(10)
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    c = NatsCluster(tmp_path / "nats")
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
 
 
 class Observer:

@@ -23,13 +23,11 @@ from firmware_bridge.checkpoints import checkpoint_path
 from firmware_bridge.journal import JOURNAL_NAME
 from firmware_bridge.protocol import encode_data, encode_label
 
+from brokers import Broker, broker, wait_until  # noqa: F401  (broker: a fixture)
 from test_gateway_broker import (  # noqa: F401  (fixtures)
     TOPICS,
-    Broker,
-    broker,
     gateways,
     observer_factory,
-    wait_until,
 )
 
 pytestmark = pytest.mark.broker

@@ -1,37 +1,55 @@
 """Smoke test of tools/results_kelm.py on a small slice, and checks of its parts."""
 
+import json
 import re
 
 import numpy as np
 import pytest
 
-from results_pages import decimals, load_tool, sections
+from results_pages import cells, decimals, load_tool, sections
 
 
-def test_quick_run_on_a_slice_writes_every_table(tmp_path, capsys):
+def test_quick_run_on_a_slice_writes_every_table_and_the_summary(tmp_path, capsys):
     script = load_tool("results_kelm")
     out = tmp_path / "report.md"
     assert script.main(["--quick", "--limit", "300", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
-    assert f"`python tools/results_kelm.py --quick --limit 300 --out {out}`" in text
+    command = f"python tools/results_kelm.py --quick --limit 300 --out {out}"
+    assert f"`{command}`" in text
     page = sections(text, level=None)
+    table = {}
     for rate in ("10% labelled", "20% labelled"):
         rows = [line for line in page[rate].splitlines() if line.startswith("| ") and "---" not in line]
         assert [row.split(" | ")[0][2:] for row in rows[1:]] == list(script.METHODS)
         for row in rows[1:]:
             values = decimals(row)
-            assert len(values) == 6 * 2 + 1, row  # mean ± std per metric, then seconds
+            assert len(values) == 6 * 2 + 1, row  # mean ± std per metric, then the CPU ratio
             assert all(0.0 <= v <= 1.0 for v in values[:12]), row
+            table[rate, row.split(" | ")[0][2:]] = row
+        assert table[rate, "River CC"].endswith("| 1.00 |")
     verdict = page["Verdict"]
+    aim = re.search(r"emotions, 20% labelled: micro-F1 KELM ([\d.]+), River CC ([\d.]+) \(([+-][\d.]+)\): "
+                    r"\*\*(met|not met)\*\*", verdict)
+    assert aim is not None
+    ours, theirs = float(aim[1]), float(aim[2])
+    assert aim[4] == ("met" if ours >= theirs else "not met")
+    assert cells(table["20% labelled", "KELM"])[1].startswith(f"{ours:.3f} ±")  # micro-F1, the second metric
+    assert cells(table["20% labelled", "River CC"])[1].startswith(f"{theirs:.3f} ±")
     assert len(re.findall(r"KELM is better than River (BR|CC) on \*\*\d of 6\*\* metrics", verdict)) == 4
-    assert re.search(r"\*\*(Met|Not met)\*\*", verdict)
-    graphs = re.search(r"emotions, tuning runs: with both graphs average precision ([\d.]+).*"
-                       r"without the label graph \(gam = 0\), average precision ([\d.]+)", verdict)
-    assert graphs is not None
-    grid = page["emotions: the grid"]
-    assert grid.count("**(chosen)**") == 1 and grid.count("\n| 0.001 |") + grid.count("\n| 10 |") == 2
-    assert len([line for line in page["emotions: graph weights, with the chosen J0, gamma, n_neighbors"]
-                .splitlines() if re.match(r"\| 0(\.1)? \| 0(\.1)? \|", line)]) == 4
+    assert len(re.findall(r"\*\*(Met|Not met)\*\*", verdict)) == 2
+    j0 = [line for line in page["emotions: J0"].splitlines() if re.match(r"\| \d", line)]
+    assert len(j0) == 2 and sum("(default)" in line for line in j0) == 1
+    # The headline rows beside the page, one per method, data set and rate.
+    summary = json.loads((tmp_path / "docs" / "data" / "report.json").read_text(encoding="utf-8"))
+    assert summary["command"] == command
+    rows = summary["rows"]
+    assert len(rows) == 2 * len(script.METHODS)
+    by = {(r["protocol"], r["learner"]): r for r in rows}
+    cc = by["multi-label KELM protocol, emotions, 20% labelled (runs 0-0)", "River CC"]
+    kelm = by["multi-label KELM protocol, emotions, 20% labelled (runs 0-0)", "KELM"]
+    assert (cc["library"], kelm["library"], kelm["label_rate"]) == ("river", "edgelearn", 0.2)
+    assert round(kelm["metrics"]["micro_f1"], 3) == ours and round(cc["metrics"]["micro_f1"], 3) == theirs
+    assert set(kelm["metrics"]) == set(script.MULTILABEL_METRICS) and kelm["cpu_us_per_instance"] > 0
     assert "emotions" in capsys.readouterr().err
 
 

@@ -17,7 +17,6 @@ import pytest
 from river import active, base, checks, compose, datasets, ensemble, evaluate, metrics, multiclass, preprocessing
 
 import edgelearn
-import edgelearn.river  # noqa: F401  (registration; a no-op if River came first)
 from edgelearn import datasets as edgelearn_datasets
 
 LEARNERS = ["PA", "PAACDS", "PAFE", "SynthesisNB", "OnlineEnsemble", "MultiLabelKELM"]
@@ -150,6 +149,18 @@ def test_importing_edgelearn_after_river_registers_the_learners():
               isinstance(edgelearn.MultiLabelKELM(), river.base.MultiLabelClassifier))
     """)
     assert out == "True True"
+
+
+def test_importing_river_after_edgelearn_registers_the_learners():
+    """The notebook order: edgelearn first, River later, nothing else imported."""
+    out = _run_fresh("""
+        import edgelearn
+        from river import base, linear_model
+        print(isinstance(edgelearn.PA(), base.Classifier),
+              isinstance(edgelearn.MultiLabelKELM(), base.MultiLabelClassifier),
+              isinstance(edgelearn.ActiveAROW(), base.Classifier))
+    """)
+    assert out == "True True True"
 
 
 def test_paacds_key_order_does_not_change_a_prediction_on_phishing():

@@ -2,37 +2,40 @@
 """Benchmark the gateway through a real broker: cost per message, messages/s, latency.
 
 Starts its own mosquitto on a free loopback port and the gateway as a subprocess
-(``python -m firmware_bridge.gateway``), then runs ``tools/simulate_sensors.py`` as
-the publisher (a separate process, QoS 1) while ``mosquitto_sub`` (QoS 1) subscribes
-to the outputs for this process. In one run:
+(``python -m firmware_bridge.gateway``); the load comes from ``tools/load_mqtt.py``
+(a lean QoS 1 publisher on a raw socket, payloads encoded before the clock, a few µs
+of CPU per message, so the publisher is not what a run measures) while
+``mosquitto_sub`` (QoS 1) subscribes to the outputs for this process. In one run:
 
 1. **pipeline alone**: CPU time per message of ``Pipeline.handle`` (decode,
    validate, learn, encode; no MQTT) in this process, per single message and per
    reading of a batch, beside a bare msgpack decode/encode loop on the same payloads;
-2. **warm-up**: a few thousand messages, so numba's kernels are compiled and cached;
-3. **throughput**: ``--count`` occupancy messages published as fast as the
-   publisher can; the sustained rate is messages / (last prediction's arrival -
-   first message's publish time). Every message must get exactly one prediction.
-   The gateway's CPU time per message is read from /proc;
+2. **warm-up**: single readings and batches, so numba's kernels are compiled and cached;
+3. **throughput**: ``--count`` occupancy messages published as fast as possible; the
+   sustained rate is messages / (last prediction's arrival - first message's ``ts``).
+   Every message must get exactly one prediction. The CPU time per message of every
+   process (gateway, broker, subscriber from /proc; the publisher's own) is reported;
 4. **relay**: the same runs through a bare relay (``--relay``, a subprocess): the
    gateway's own MQTT client (:class:`firmware_bridge.mqtt.MqttBridge`) with the
    same settings (protocol, QoS, persistent session, manual acks after the output
    is with the broker, in-flight window, bounded queue) publishing one fixed output
    per input, and nothing else. Gateway CPU per message / relay CPU per message is
    what the gateway adds to MQTT;
-5. **batches**: ``--batch-readings`` readings in batch messages of ``--batch``
-   readings, as fast as possible: readings/s and CPU per reading;
+5. **batches**: ``--batch-readings`` readings in compact batch messages (one-letter
+   names, float32 values, as many readings as the default limits allow; or
+   ``--batch N``), as fast as possible: readings/s and CPU per reading of each process;
 6. **latency**: ``--count`` messages at a fixed ``--rate`` (2,000/s by default);
    latency is a prediction's arrival time minus its data message's ``ts`` (the
    publish time, same clock), reported as p50/p90/p99/max;
-7. **one vs two instances**: two publishers at once, ``--count`` messages each, into
-   one gateway, then into two gateway instances each serving its own topic subtree
+7. **one vs two instances**: one publisher, two streams, into one gateway, then into
+   two gateway instances each serving its own topic subtree
    (``sensors/a/{stream}/data``, ``sensors/b/...``: the instance share of
-   ``docs/fleet.md``): messages/s of all of them together.
+   ``docs/fleet.md``), alternating; with single readings (messages/s) and with
+   batches (readings/s), and the CPU of every process per reading.
 
 The results go to ``--out`` (``docs/bench-gateway.md``) with the command, the date,
 the machine and its load average. Everything runs on this machine, so the
-publishers, the broker, the gateway(s) and the subscriber share its cores.
+publisher, the broker, the gateway(s) and the subscriber share its cores.
 
 Example::
 
@@ -50,7 +53,6 @@ import json
 import os
 import pathlib
 import platform
-import resource
 import shlex
 import shutil
 import signal
@@ -75,7 +77,7 @@ RELAY_OUTPUT = "bench/relay/output"
 RELAY_DATA = "relay/{stream}/data"
 INSTANCE_DATA = "sensors/{name}/{{stream}}/data"
 GATEWAY_CONFIG = (
-    '[gateway]\nid = "bench"\nstatus_interval_seconds = 5\n'
+    '[gateway]\nid = "bench"\nstatus_interval_seconds = 5\nmax_streams = 64\n'
     "[checkpoints]\ninterval_seconds = 600\n"
     '[mqtt]\nmax_inflight_messages = 100\nprotocol = "{protocol}"\n'
     '[learner]\nkind = "paacds"\n'
@@ -177,24 +179,52 @@ class Outputs:
         self.process.wait(10)
 
 
-def simulate_command(port: int, stream_prefix: str, count: int, rate: float, labels: bool,
-                     batch: int = 1, data_template: str | None = None,
-                     streams: int = 1) -> list[str]:
-    return [sys.executable, str(ROOT / "tools" / "simulate_sensors.py"), "--broker",
+def load_command(port: int, stream_prefix: str, count: int, rate: float, labels: bool,
+                 batch: str = "1", templates: tuple[str, ...] = (), streams: int = 1,
+                 wait_for_go: bool = False) -> list[str]:
+    """The lean publisher (``tools/load_mqtt.py``) for ``count`` readings."""
+    return [sys.executable, str(ROOT / "tools" / "load_mqtt.py"), "--broker",
             f"127.0.0.1:{port}", "--dataset", "occupancy", "--count", str(count), "--loop",
             "--rate", str(rate), "--drop", "0.01", "--stream-prefix", stream_prefix,
             "--batch", str(batch), "--streams", str(streams),
-            *(["--data-template", data_template] if data_template else []),
-            *(["--with-labels"] if labels else [])]
+            *(a for template in templates for a in ("--data-template", template)),
+            *(["--with-labels"] if labels else []),
+            *(["--wait-for-go"] if wait_for_go else [])]
 
 
-def simulate(port: int, stream_prefix: str, count: int, rate: float, labels: bool,
-             **kwargs) -> dict:
-    result = subprocess.run(simulate_command(port, stream_prefix, count, rate, labels, **kwargs),
+def publish_load(port: int, stream_prefix: str, count: int, rate: float, labels: bool,
+                 **kwargs) -> dict:
+    """Run the lean publisher to the end; its JSON summary."""
+    result = subprocess.run(load_command(port, stream_prefix, count, rate, labels, **kwargs),
                             capture_output=True, text=True, cwd=ROOT)
     if result.returncode != 0:
-        raise SystemExit(f"bench_gateway: the simulator failed:\n{result.stderr}")
+        raise SystemExit(f"bench_gateway: the publisher failed:\n{result.stderr}")
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+class Publisher:
+    """The lean publisher started ahead: it encodes its payloads and connects, and
+    publishes on :meth:`go`, so the clock of a run starts with its first message."""
+
+    def __init__(self, port: int, stream_prefix: str, count: int, labels: bool, **kwargs):
+        self.process = subprocess.Popen(
+            load_command(port, stream_prefix, count, 0, labels, wait_for_go=True, **kwargs),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT)
+        line = self.process.stdout.readline()
+        if not line.startswith('{"ready"'):
+            raise SystemExit("bench_gateway: the publisher failed:\n"
+                             + line + self.process.stderr.read())
+
+    def go(self) -> None:
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+
+    def summary(self) -> dict:
+        out, err = self.process.communicate(timeout=600)
+        if self.process.returncode != 0:
+            raise SystemExit(f"bench_gateway: the publisher failed:\n{err}")
+        return json.loads(out.strip().splitlines()[-1])
 
 
 def _process_cpu_per_item(function, items, repeats: int = 3) -> float:
@@ -213,7 +243,7 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
     messages; per reading of batches of ``batch``; and of a bare msgpack decode and
     encode of the same payloads, in this process."""
     from firmware_bridge.pipeline import Pipeline
-    from firmware_bridge.protocol import encode_batch, encode_data
+    from firmware_bridge.protocol import Limits, encode_batch, encode_data
 
     sys.path.insert(0, str(ROOT / "tools"))
     from simulate_sensors import messages
@@ -227,8 +257,14 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
     batches = [encode_batch(readings[i:i + batch]) for i in range(0, len(readings), batch)]
     topic = TOPICS.data("p0")
     results = {}
-    for name, items, per in (("single", payloads, 1), ("batch", batches, batch)):
-        pipeline = Pipeline("paacds", {"capacity": 64, "target_query_rate": 0.1})
+    # Room for the largest batch (the default 4096 bytes holds about 48 readings of
+    # five channels), so every batch is measured, not rejected as too large.
+    limits = Limits(max_payload_bytes=max(4096, *map(len, batches)))
+    for name, items, per in (("single", payloads, 1), ("batch", batches, batch),
+                             ("batch_per_reading", batches, batch)):
+        pipeline = Pipeline("paacds", {"capacity": 64, "target_query_rate": 0.1}, limits=limits)
+        # the batch path reading by reading, as before the jitted batches (the ratio)
+        pipeline._jitted_batches = name != "batch_per_reading"
         handle = pipeline.handle
         for payload in items[: max(1, len(items) // 10)]:
             handle(topic, payload, 0.0)
@@ -249,12 +285,6 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process has used so far (from /proc)."""
     fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _children_cpu() -> float:
-    # The simulator runs to completion in subprocess.run, so it is a waited-for child.
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -343,11 +373,13 @@ def run_relay(config_path: str, broker: str) -> int:
 
 
 class Bench:
-    def __init__(self, args, work: pathlib.Path, port: int, outputs: Outputs):
+    def __init__(self, args, work: pathlib.Path, port: int, outputs: Outputs,
+                 broker: subprocess.Popen):
         self.args = args
         self.work = work
         self.port = port
         self.outputs = outputs
+        self.broker = broker
         self.labels = args.labels == "data"
         self.config = work / "gateway.toml"
         self.config.write_text(GATEWAY_CONFIG.format(protocol=args.protocol))
@@ -366,6 +398,21 @@ class Bench:
         _wait(lambda: self.outputs.online(name, process.pid), 60, f"gateway {name}")
         return process
 
+    def warm_up(self, prefix: str, templates: tuple[str, ...] = ()) -> None:
+        """Single readings and compact batches through a gateway (or the relay), so
+        numba's kernels of both paths are compiled and cached before any clock runs."""
+        count = self.args.warmup
+        for kind, batch in (("s", "1"), ("b", "compact")):
+            publish_load(self.port, prefix + kind, count, 2000 if batch == "1" else 0,
+                         self.labels, batch=batch, templates=templates)
+        if templates == (RELAY_DATA,):
+            _wait(lambda: len(self.outputs.relayed) >= count + count // 64, 120,
+                  "the relay's warm-up outputs")
+        else:
+            _wait(lambda: self.outputs.count(prefix + "s0") >= count
+                  and self.outputs.count(prefix + "b0") >= count, 120,
+                  f"the warm-up predictions of {prefix}")
+
     def start_relay(self) -> subprocess.Popen:
         process = subprocess.Popen(
             [sys.executable, str(pathlib.Path(__file__).resolve()), "--relay",
@@ -383,44 +430,69 @@ class Bench:
         except subprocess.TimeoutExpired:
             process.kill()
 
-    def throughput(self, stream: str, count: int, watched: dict[str, int], batch: int = 1,
-                   data_template: str | None = None) -> dict:
-        """Publish ``count`` readings as fast as possible; wait for their predictions."""
+    def watched(self, gateways: dict[str, int]) -> dict[str, int]:
+        """The processes whose CPU a run reads from /proc: the gateway(s), mosquitto,
+        the subscriber (mosquitto_sub) and this process (which reads its lines)."""
+        return {**gateways, "broker": self.broker.pid, "subscriber": self.outputs.process.pid,
+                "subscriber_reader": os.getpid()}
+
+    def _measured(self, publisher: Publisher, watched: dict[str, int], streams: list[str],
+                  per_stream: int) -> dict:
+        """Start ``publisher``, wait for ``per_stream`` predictions on each of
+        ``streams``: counts, rates, CPU per reading of every watched process."""
         cpu_before = {name: cpu_seconds(pid) for name, pid in watched.items()}
-        children_before = _children_cpu()
-        published = simulate(self.port, stream, count, 0, self.labels, batch=batch,
-                             data_template=data_template)
-        _wait(lambda: self.outputs.count(stream + "0") >= count, 300, f"{stream} predictions")
-        cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / count * 1e6
+        publisher.go()
+        published = publisher.summary()
+        _wait(lambda: all(self.outputs.count(s) >= per_stream for s in streams), 300,
+              f"the predictions of {', '.join(streams)}")
+        readings = per_stream * len(streams)
+        cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / readings * 1e6
                for name, pid in watched.items()}
-        cpu["publisher"] = (_children_cpu() - children_before) / count * 1e6
-        time.sleep(1.0)
-        arrivals = dict(self.outputs.arrivals[stream + "0"])
-        first_ts = min(v[0][1] for v in arrivals.values())
-        last_arrival = max(v[0][0] for v in arrivals.values())
+        cpu["publisher"] = published["cpu_us_per_reading"]
+        reader = cpu.pop("subscriber_reader")
+        cpu["subscriber"] += reader
+        # CPU seconds of every process in the run per second of it: the cores used.
+        cores_seconds = sum(cpu.values()) * readings / 1e6
+        cpu["reader"] = reader  # this tool's share of the subscriber's figure
+        time.sleep(1.0)  # a duplicate would arrive now
+        arrivals = [v for s in streams for v in dict(self.outputs.arrivals[s]).values()]
+        first_ts = min(v[0][1] for v in arrivals)
+        last_arrival = max(v[0][0] for v in arrivals)
+        seconds = last_arrival - first_ts
         return {
-            "readings": count,
+            "readings": readings,
             "messages": published["messages"],
-            "predicted_once": sum(1 for v in arrivals.values() if len(v) == 1),
-            "predicted_more": sum(1 for v in arrivals.values() if len(v) > 1),
-            "missing": count - len(arrivals),
-            "seconds": last_arrival - first_ts,
-            "rate": count / (last_arrival - first_ts),
+            "readings_per_message": published["readings_per_message"],
+            "payload_bytes": published["payload_bytes"],
+            "predicted_once": sum(1 for v in arrivals if len(v) == 1),
+            "predicted_more": sum(1 for v in arrivals if len(v) > 1),
+            "missing": readings - len(arrivals),
+            "seconds": seconds,
+            "rate": readings / seconds,
+            "message_rate": published["messages"] / seconds,
             "publisher_rate": published["rate"],
             "cpu_us": cpu,
+            "cores": cores_seconds / seconds,
             "load": load_average(),
         }
 
-    def relay_throughput(self, run: int, count: int, relay: subprocess.Popen,
-                         broker: subprocess.Popen) -> dict:
+    def throughput(self, stream: str, count: int, gateway: int, batch: str = "1") -> dict:
+        """Publish ``count`` readings as fast as possible; wait for their predictions."""
+        publisher = Publisher(self.port, stream, count, self.labels, batch=batch)
+        return self._measured(publisher, self.watched({"gateway": gateway}), [stream + "0"],
+                              count)
+
+    def relay_throughput(self, run: int, count: int, relay: subprocess.Popen) -> dict:
         before = len(self.outputs.relayed)
-        cpu_before = {"relay": cpu_seconds(relay.pid), "broker": cpu_seconds(broker.pid)}
+        publisher = Publisher(self.port, f"r{run}_", count, self.labels, templates=(RELAY_DATA,))
+        cpu_before = {"relay": cpu_seconds(relay.pid), "broker": cpu_seconds(self.broker.pid)}
         began = time.time()
-        published = simulate(self.port, f"r{run}_", count, 0, self.labels,
-                             data_template=RELAY_DATA)
+        publisher.go()
+        published = publisher.summary()
         _wait(lambda: len(self.outputs.relayed) - before >= count, 300, "relay outputs")
         cpu = {"relay": (cpu_seconds(relay.pid) - cpu_before["relay"]) / count * 1e6,
-               "broker": (cpu_seconds(broker.pid) - cpu_before["broker"]) / count * 1e6}
+               "broker": (cpu_seconds(self.broker.pid) - cpu_before["broker"]) / count * 1e6,
+               "publisher": published["cpu_us_per_message"]}
         time.sleep(1.0)
         relayed = self.outputs.relayed[before:]
         return {
@@ -435,7 +507,7 @@ class Bench:
     def latency(self, run: int) -> dict:
         args = self.args
         stream = f"l{run}_"
-        published = simulate(self.port, stream, args.count, args.rate, self.labels)
+        published = publish_load(self.port, stream, args.count, args.rate, self.labels)
         _wait(lambda: self.outputs.count(stream + "0") >= args.count, 300,
               "latency predictions")
         time.sleep(1.0)
@@ -455,55 +527,45 @@ class Bench:
             "max": latencies[-1],
         }
 
-    def parallel(self, run: int, shares: list[tuple[str, str | None]],
-                 gateways: dict[str, int]) -> dict:
-        """Two publishers at once (``count`` messages each), one per share ``(stream
-        prefix, data template)``; messages/s of both together."""
-        count = self.args.count
-        cpu_before = {name: cpu_seconds(pid) for name, pid in gateways.items()}
-        publishers = [
-            subprocess.Popen(simulate_command(self.port, prefix, count, 0, self.labels,
-                                              data_template=template),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-            for prefix, template in shares
-        ]
-        for publisher in publishers:
-            _out, err = publisher.communicate(timeout=600)
-            if publisher.returncode != 0:
-                raise SystemExit(f"bench_gateway: the simulator failed:\n{err}")
-        streams = [prefix + "0" for prefix, _ in shares]
-        _wait(lambda: all(self.outputs.count(s) >= count for s in streams), 300,
-              "the predictions of both publishers")
-        cpu = sum(cpu_seconds(pid) - cpu_before[name] for name, pid in gateways.items())
-        time.sleep(1.0)
-        arrivals = [v[0] for s in streams for v in self.outputs.arrivals[s].values()]
-        first_ts = min(ts for _, ts in arrivals)
-        last_arrival = max(arrived for arrived, _ in arrivals)
-        return {
-            "messages": count * len(shares),
-            "missing": count * len(shares) - len(arrivals),
-            "rate": len(arrivals) / (last_arrival - first_ts),
-            "cpu_us": cpu / (count * len(shares)) * 1e6,
-            "load": load_average(),
-        }
+    def instances(self, prefix: str, readings: int, batch: str, gateways: dict[str, int],
+                  templates: tuple[str, ...] = ()) -> dict:
+        """Two streams, ``readings`` in all, from one lean publisher as fast as it can:
+        into one gateway (no ``templates``), or stream 0 into the first instance's
+        share and stream 1 into the second's."""
+        publisher = Publisher(self.port, prefix, readings, self.labels, batch=batch,
+                              templates=templates, streams=2)
+        result = self._measured(publisher, self.watched(gateways),
+                                [prefix + "0", prefix + "1"], readings // 2)
+        result["cpu_us"]["gateways"] = sum(result["cpu_us"].pop(name) for name in gateways)
+        return result
+
+
+def _batch_argument(text: str) -> str:
+    if text != "compact" and not (text.isdigit() and int(text) >= 1):
+        raise argparse.ArgumentTypeError(
+            f"--batch must be 'compact' or an int >= 1, got {text!r}")
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Measure the gateway's CPU per message beside a bare MQTT relay and "
-        "the pipeline alone, its messages/s with single readings and with batches, its "
-        "publish-to-prediction latency, and one instance against two, all through a "
-        "real mosquitto started for the run; write the results as Markdown.",
+        "the pipeline alone, its messages/s with single readings and its readings/s with "
+        "batches, its publish-to-prediction latency, and one instance against two, all "
+        "through a real mosquitto started for the run, fed by the lean publisher "
+        "tools/load_mqtt.py; write the results as Markdown.",
     )
     parser.add_argument("--count", type=int, default=20000,
-                        help="messages in each measured run (default: 20000)")
+                        help="messages in each measured run of single readings (default: "
+                        "20000; the instance runs send twice as many, over two streams)")
     parser.add_argument("--rate", type=float, default=2000.0,
                         help="fixed rate of the latency run, messages/s (default: 2000)")
     parser.add_argument("--warmup", type=int, default=3000,
-                        help="messages before measuring (default: 3000)")
-    parser.add_argument("--batch", type=int, default=32,
-                        help="readings per batch message in the batch runs (default: 32, "
-                        "which fits the default 4096-byte payload limit)")
+                        help="readings before measuring, single and in batches (default: 3000)")
+    parser.add_argument("--batch", type=_batch_argument, default="compact",
+                        help="readings per batch message in the batch runs: 'compact' "
+                        "(default: one-letter names, float32 values, as many readings as "
+                        "the default limits allow) or a number (full names, float64)")
     parser.add_argument("--batch-readings", type=int, default=200_000,
                         help="readings in each batch run (default: 200000)")
     parser.add_argument("--labels", choices=("data", "none"), default="data",
@@ -526,74 +588,74 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.relay:
         return run_relay(args.relay_config, args.relay_broker)
-    for name in ("count", "warmup", "batch", "batch_readings", "repeat"):
+    for name in ("count", "warmup", "batch_readings", "repeat"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
 
+    started = time.monotonic()
     load_at_start = load_average()
+    # pipeline_alone encodes full names and float64 values: 32 such readings fit the
+    # default payload limit (64 would be rejected as too large).
+    alone_batch = 32 if args.batch == "compact" else int(args.batch)
     print(f"pipeline alone ({args.count} messages; load {load_at_start})", file=sys.stderr)
-    alone = pipeline_alone(args.count, args.labels == "data", args.batch)
+    alone = pipeline_alone(args.count, args.labels == "data", alone_batch)
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench-gateway-"))
     port = _free_port()
     broker = start_mosquitto(work, port)
     outputs = Outputs(port)
-    bench = Bench(args, work, port, outputs)
+    bench = Bench(args, work, port, outputs, broker)
     # This process only timestamps arrivals; a collector pass here would count as
     # gateway latency.
     gc.disable()
     results: dict = {"pipeline_alone": alone, "load_at_start": load_at_start}
+    repeat = range(args.repeat)
     try:
         gateway = bench.start_gateway("bench")
-        watched = {"gateway": gateway.pid, "broker": broker.pid,
-                   "subscriber": outputs.process.pid, "subscriber_reader": os.getpid()}
-        print(f"warm-up: {args.warmup} messages", file=sys.stderr)
-        simulate(port, "w", args.warmup, 2000, bench.labels)
-        _wait(lambda: outputs.count("w0") >= args.warmup, 120, "warm-up predictions")
-
-        results["throughput"], results["relay"], results["batches"] = [], [], []
-        for run in range(args.repeat):
+        print(f"warm-up: {args.warmup} readings, single and batched", file=sys.stderr)
+        bench.warm_up("w")
+        results["throughput"] = []
+        for run in repeat:
             print(f"throughput {run + 1}/{args.repeat}: {args.count} messages as fast as "
                   "possible", file=sys.stderr)
-            result = bench.throughput(f"t{run}_", args.count, watched)
-            result["cpu_us"]["subscriber"] += result["cpu_us"].pop("subscriber_reader")
-            results["throughput"].append(result)
+            results["throughput"].append(bench.throughput(f"t{run}_", args.count, gateway.pid))
         relay = bench.start_relay()
-        simulate(port, "rw", args.warmup, 2000, bench.labels, data_template=RELAY_DATA)
-        _wait(lambda: len(outputs.relayed) >= args.warmup, 120, "the relay's warm-up outputs")
-        for run in range(args.repeat):
+        bench.warm_up("rw", (RELAY_DATA,))
+        results["relay"] = []
+        for run in repeat:
             print(f"relay {run + 1}/{args.repeat}: {args.count} messages", file=sys.stderr)
-            results["relay"].append(bench.relay_throughput(run, args.count, relay, broker))
+            results["relay"].append(bench.relay_throughput(run, args.count, relay))
         bench.stop(relay)
-        for run in range(args.repeat):
-            print(f"batches {run + 1}/{args.repeat}: {args.batch_readings} readings in "
-                  f"batches of {args.batch}", file=sys.stderr)
-            result = bench.throughput(f"b{run}_", args.batch_readings,
-                                      {"gateway": gateway.pid, "broker": broker.pid},
-                                      batch=args.batch)
-            results["batches"].append(result)
+        results["batches"] = []
+        for run in repeat:
+            print(f"batches {run + 1}/{args.repeat}: {args.batch_readings} readings, "
+                  f"batch {args.batch}", file=sys.stderr)
+            results["batches"].append(bench.throughput(f"b{run}_", args.batch_readings,
+                                                       gateway.pid, batch=args.batch))
         results["latency"] = []
-        for run in range(args.repeat):
+        for run in repeat:
             print(f"latency {run + 1}/{args.repeat}: {args.count} messages at "
                   f"{args.rate:g}/s", file=sys.stderr)
             results["latency"].append(bench.latency(run))
         time.sleep(5.5)  # one more status message
         results["status"] = outputs.status.get("bench")
 
-        results["one_instance"], results["two_instances"] = [], []
-        for run in range(args.repeat):
-            print(f"one instance {run + 1}/{args.repeat}: two publishers", file=sys.stderr)
-            results["one_instance"].append(bench.parallel(
-                run, [(f"o{run}a", None), (f"o{run}b", None)], {"bench": gateway.pid}))
         shares = {}
         for name in ("a", "b"):
             template = INSTANCE_DATA.format(name=name)
             shares[name] = (bench.start_gateway(name, f"topics.data={template}"), template)
-            simulate(port, f"w{name}", args.warmup, 2000, bench.labels, data_template=template)
-        for run in range(args.repeat):
-            print(f"two instances {run + 1}/{args.repeat}: two publishers", file=sys.stderr)
-            results["two_instances"].append(bench.parallel(
-                run, [(f"i{run}{name}", template) for name, (_, template) in shares.items()],
-                {name: process.pid for name, (process, _) in shares.items()}))
+            bench.warm_up(f"w{name}", (template,))
+        two = {name: process.pid for name, (process, _) in shares.items()}
+        templates = tuple(template for _, template in shares.values())
+        for kind, batch, readings in (("single", "1", 2 * args.count),
+                                      ("batches", args.batch, args.batch_readings)):
+            results[f"one_{kind}"], results[f"two_{kind}"] = [], []
+            # Alternating one and two, so a change of the machine's load hits both.
+            for run in repeat:
+                print(f"one instance vs two, {kind} {run + 1}/{args.repeat}", file=sys.stderr)
+                results[f"one_{kind}"].append(bench.instances(
+                    f"o{kind[0]}{run}_", readings, batch, {"bench": gateway.pid}))
+                results[f"two_{kind}"].append(bench.instances(
+                    f"i{kind[0]}{run}_", readings, batch, two, templates))
     finally:
         outputs.close()
         for process in reversed(bench.processes):
@@ -602,6 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         broker.terminate()
         broker.wait(10)
     results["load_at_end"] = load_average()
+    results["minutes"] = (time.monotonic() - started) / 60
     write_report(args, results, machine(), pathlib.Path(args.out))
     shutil.rmtree(work, ignore_errors=True)
     print(json.dumps({k: v for k, v in results.items() if k != "status"}, indent=1))
@@ -613,20 +676,11 @@ def _median(values: list[float]) -> float:
     return values[len(values) // 2]
 
 
-def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
-    throughput, latency, relay = results["throughput"], results["latency"], results["relay"]
-    batches = results["batches"]
-    alone = results["pipeline_alone"]
-    rate = _median([t["rate"] for t in throughput])
-    p99 = _median([r["p99"] for r in latency])
-    gateway_cpu = _median([t["cpu_us"]["gateway"] for t in throughput])
-    relay_cpu = _median([r["cpu_us"]["relay"] for r in relay])
-    ratio = gateway_cpu / relay_cpu
-    batch_rate = _median([b["rate"] for b in batches])
-    batch_cpu = _median([b["cpu_us"]["gateway"] for b in batches])
-    one = _median([r["rate"] for r in results["one_instance"]])
-    two = _median([r["rate"] for r in results["two_instances"]])
-    counters = results["status"]["counters"] if results.get("status") else {}
+def _spread(values: list[float]) -> str:
+    return f"{min(values):,.0f}-{max(values):,.0f}"
+
+
+def _shown_command() -> str:
     # Where the page goes changes no number: leave --out out of the command it shows.
     shown, skip = [], False
     for arg in sys.argv[1:]:
@@ -636,11 +690,52 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         skip = arg == "--out"
         if not skip:
             shown.append(shlex.quote(arg))
-    command = ("python tools/bench_gateway.py " + " ".join(shown)).strip()
+    return ("python tools/bench_gateway.py " + " ".join(shown)).strip()
+
+
+def _instance_rows(results: dict, kind: str) -> list[str]:
+    rows = []
+    for k, runs in ((1, results[f"one_{kind}"]), (2, results[f"two_{kind}"])):
+        for n, r in enumerate(runs):
+            c = r["cpu_us"]
+            rows.append(
+                f"| {n + 1} | {k} | {r['readings']:,} | {r['messages']:,} | {r['missing']:,} | "
+                f"{r['predicted_more']:,} | {r['message_rate']:,.0f} | {r['rate']:,.0f} | "
+                f"{c['gateways']:.1f} | {c['broker']:.1f} | {c['subscriber']:.1f} | "
+                f"{c['publisher']:.2f} | {r['cores']:.2f} | {r['load']} |")
+    return rows
+
+
+def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
+    throughput, latency, relay = results["throughput"], results["latency"], results["relay"]
+    batches = results["batches"]
+    alone = results["pipeline_alone"]
+    rate = _median([t["rate"] for t in throughput])
+    p99 = _median([r["p99"] for r in latency])
+    gateway_cpu = _median([t["cpu_us"]["gateway"] for t in throughput])
+    relay_cpu = _median([r["cpu_us"]["relay"] for r in relay])
+    publisher_cpu = _median([t["cpu_us"]["publisher"] for t in throughput])
+    ratio = gateway_cpu / relay_cpu
+    batch_rate = _median([b["rate"] for b in batches])
+    batch_cpu = {k: _median([b["cpu_us"][k] for b in batches])
+                 for k in ("gateway", "broker", "subscriber", "reader", "publisher")}
+    per_message = batches[0]["readings_per_message"]
+    sizes = batches[0]["payload_bytes"]
+    medians = {key: _median([r["rate"] for r in results[key]])
+               for key in ("one_single", "two_single", "one_batches", "two_batches")}
+    message_medians = {key: _median([r["message_rate"] for r in results[key]])
+                       for key in ("one_single", "two_single")}
+    most_cores = max(r["cores"] for key in ("one_single", "two_single", "one_batches",
+                                            "two_batches") for r in results[key])
+    counters = results["status"]["counters"] if results.get("status") else {}
+    command = _shown_command()
+    batch_words = ("compact batches" if args.batch == "compact" else
+                   f"batches of {args.batch}")
     lines = [
         "# Gateway benchmark: cost per message, messages/s and latency through mosquitto",
         "",
-        f"Command: `{command}` (every figure on this page comes from this one run)  ",
+        f"Command: `{command}` (every figure on this page comes from this one run; it "
+        f"took {results['minutes']:.1f} minutes)  ",
         f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}  ",
         "Machine: " + ", ".join(f"{k} {v}" for k, v in host.items()) + "  ",
         f"Load average (1, 5, 15 min) at the start: {results['load_at_start']}; at the end: "
@@ -648,19 +743,22 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "shared, so the CPU figures per message and their ratios (measured in the same run) "
         "are the figures to compare, not the rates.",
         "",
-        "Everything runs on this one machine: the publisher (`tools/simulate_sensors.py`, "
-        "paho, QoS 1), mosquitto, the gateway (`python -m firmware_bridge.gateway`, "
-        f"{args.protocol}, PAACDS with 64 channel slots) and the subscriber timing the "
-        "outputs (`mosquitto_sub`, QoS 1, read by this tool). Data: the occupancy data set, "
-        "channels dropping out with probability 0.01 per message. Outputs are published at "
-        "QoS 1. "
+        "Everything runs on this one machine: the publisher, mosquitto (one thread), the "
+        f"gateway (`python -m firmware_bridge.gateway`, {args.protocol}, PAACDS with 64 "
+        "channel slots) and the subscriber timing the outputs (`mosquitto_sub`, QoS 1, whose "
+        "lines this tool reads: its CPU is counted as the subscriber's). The publisher is "
+        "`tools/load_mqtt.py`: a minimal MQTT 3.1.1 client on a raw socket, QoS 1, PUBLISH "
+        "packets pipelined in a window of 1,000 and PUBACKs read in bulk, payloads encoded "
+        "before the clock starts and `ts` written into each when it is sent; it is started "
+        "ahead, encodes and connects, and publishes when the run begins. Its CPU per "
+        "message is its own, over the publishing. Data: the occupancy data set, channels "
+        "dropping out with probability 0.01 per reading. Outputs are published at QoS 1. "
         + ("Every reading carries its true label, which the gateway learns at "
            "once: one message out (the prediction) per message in."
            if args.labels == "data" else
            "No labels: an untrained PAACDS is unsure of everything and asks for every "
            "label, so a label request goes out per reading as well.")
-        + f" Each measurement ran {len(throughput)} times, one after the other; the "
-        "headline is the median.",
+        + f" Each measurement ran {len(throughput)} times; the headline is the median.",
         "",
         "## Summary",
         "",
@@ -669,12 +767,25 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"| gateway CPU per message / bare relay CPU per message | **{ratio:.2f}x** "
         f"({gateway_cpu:.0f} / {relay_cpu:.0f} µs) | at most 1.3x |",
         f"| pipeline alone, CPU per message | **{alone['single']:.1f} µs** | at most 15 µs |",
-        f"| readings/s in batches of {args.batch} | **{batch_rate:,.0f}** "
-        f"({batch_cpu:.1f} µs gateway CPU per reading) | at least 100,000 |",
-        f"| messages/s, one instance / two instances (two publishers) | {one:,.0f} / "
-        f"**{two:,.0f}** ({two / one:.2f}x) | two above one |",
-        f"| messages/s, single readings | {rate:,.0f} | |",
+        f"| readings/s in {batch_words} ({per_message:.0f} readings, {sizes['median']:,} "
+        f"bytes a message), one instance | **{batch_rate:,.0f}** ({batch_cpu['gateway']:.1f} "
+        "µs gateway CPU per reading: at most "
+        f"{1e6 / batch_cpu['gateway']:,.0f} per core) | at least 100,000 |",
+        f"| readings/s in {batch_words}, one instance / two instances | "
+        f"{medians['one_batches']:,.0f} / **{medians['two_batches']:,.0f}** "
+        f"({medians['two_batches'] / medians['one_batches']:.2f}x) | two above one |",
+        f"| messages/s of single readings, one instance / two instances | "
+        f"{message_medians['one_single']:,.0f} / **{message_medians['two_single']:,.0f}** "
+        f"({message_medians['two_single'] / message_medians['one_single']:.2f}x) "
+        "| two above one |",
+        f"| messages/s, single readings, one stream | {rate:,.0f} | |",
         f"| p99 latency at {args.rate:,.0f} messages/s | {p99:.1f} ms | |",
+        f"| publisher CPU per message (single readings) / gateway's | {publisher_cpu:.1f} / "
+        f"{gateway_cpu:.0f} µs ({publisher_cpu / gateway_cpu:.1%}) | not the bottleneck |",
+        "",
+        "Every row comes from the command above. The publisher alone: `python "
+        "tools/load_mqtt.py --broker HOST:PORT --count 200000 --loop --with-labels --batch "
+        "compact` (any mosquitto; it prints its CPU per message).",
         "",
         "## The pipeline alone",
         "",
@@ -686,7 +797,8 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "| path | CPU µs per reading |",
         "|---|---|",
         f"| single readings | {alone['single']:.2f} |",
-        f"| batches of {alone['batch_size']} readings | {alone['batch']:.2f} |",
+        f"| batches of {alone['batch_size']} readings (one jitted decode and learner pass a batch) | {alone['batch']:.2f} |",
+        f"| the same batches reading by reading (jitted batches off) | {alone['batch_per_reading']:.2f} |",
         f"| reference: bare msgpack decode + encode of a fixed prediction, same payloads | "
         f"{alone['bare']:.2f} |",
         "",
@@ -702,26 +814,26 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "manual acks sent once the output is with the broker, the same in-flight window "
         "and bounded queue; it publishes one fixed output per input and does nothing "
         "else. CPU time per message (user + system, µs, from /proc) of each process over "
-        "the run.",
+        "the run; cores = all their CPU seconds per second of the run.",
         "",
         "Gateway:",
         "",
         "| run | offered/s | sustained/s | predicted once | more than once | never "
-        "| CPU µs/msg: gateway | broker | subscriber | publisher | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| CPU µs/msg: gateway | broker | subscriber | publisher | cores | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         *(f"| {n + 1} | {t['publisher_rate']:,.0f} | {t['rate']:,.0f} | "
           f"{t['predicted_once']:,} | {t['predicted_more']:,} | {t['missing']:,} | "
-          + " | ".join(f"{t['cpu_us'][k]:.0f}"
-                       for k in ("gateway", "broker", "subscriber", "publisher"))
-          + f" | {t['load']} |"
+          + " | ".join(f"{t['cpu_us'][k]:.0f}" for k in ("gateway", "broker", "subscriber"))
+          + f" | {t['cpu_us']['publisher']:.1f} | {t['cores']:.2f} | {t['load']} |"
           for n, t in enumerate(throughput)),
         "",
         "Bare relay:",
         "",
-        "| run | offered/s | outputs | CPU µs/msg: relay | broker | load |",
-        "|---|---|---|---|---|---|",
+        "| run | offered/s | outputs | CPU µs/msg: relay | broker | publisher | load |",
+        "|---|---|---|---|---|---|---|",
         *(f"| {n + 1} | {r['publisher_rate']:,.0f} | {r['outputs']:,} | "
-          f"{r['cpu_us']['relay']:.0f} | {r['cpu_us']['broker']:.0f} | {r['load']} |"
+          f"{r['cpu_us']['relay']:.0f} | {r['cpu_us']['broker']:.0f} | "
+          f"{r['cpu_us']['publisher']:.1f} | {r['load']} |"
           for n, r in enumerate(relay)),
         "",
         f"Medians: gateway {gateway_cpu:.0f} µs, relay {relay_cpu:.0f} µs of CPU per "
@@ -729,26 +841,44 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"{gateway_cpu - relay_cpu:.0f} µs per message for the pipeline, the ack "
         "bookkeeping, counters and status.",
         "",
-        f"## Batched readings: {args.batch} readings per message",
+        f"## Batched readings: {batch_words}",
         "",
-        f"{args.batch_readings:,} readings per run, in batch messages of {args.batch} "
-        "(`simulate_sensors.py --batch`), published as fast as the publisher could; one "
-        "prediction message answers each batch. The rate is readings / (arrival of the "
-        "last prediction - `ts` of the first reading).",
+        f"{args.batch_readings:,} readings per run into one gateway, "
+        + ("in compact batch messages (`tools/load_mqtt.py --batch compact`): one-letter "
+           "channel names, channel values as float32 (`ts` float64), as many readings of "
+           "the stream per message as the gateway's default limits allow "
+           "(`max_payload_bytes` 4096, `max_batch_readings` 64)"
+           if args.batch == "compact" else f"in batch messages of {args.batch} readings")
+        + f": {per_message:.2f} readings per message, payloads of {sizes['min']:,} to "
+        f"{sizes['max']:,} bytes (median {sizes['median']:,}). Published as fast as the "
+        "publisher could; one prediction message answers each batch. The rate is readings "
+        "/ (arrival of the last prediction - `ts` of the first reading).",
         "",
         "| run | readings | messages | offered readings/s | sustained readings/s | predicted "
-        "once | more than once | never | CPU µs/reading: gateway | broker | publisher | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "once | more than once | never | CPU µs/reading: gateway | broker | subscriber "
+        "| publisher | cores | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *(f"| {n + 1} | {b['readings']:,} | {b['messages']:,} | {b['publisher_rate']:,.0f} | "
           f"{b['rate']:,.0f} | {b['predicted_once']:,} | {b['predicted_more']:,} | "
-          f"{b['missing']:,} | {b['cpu_us']['gateway']:.1f} | {b['cpu_us']['broker']:.1f} | "
-          f"{b['cpu_us']['publisher']:.1f} | {b['load']} |"
+          f"{b['missing']:,} | {b['cpu_us']['gateway']:.2f} | {b['cpu_us']['broker']:.2f} | "
+          f"{b['cpu_us']['subscriber']:.2f} | {b['cpu_us']['publisher']:.3f} | "
+          f"{b['cores']:.2f} | {b['load']} |"
           for n, b in enumerate(batches)),
         "",
-        f"Median: **{batch_rate:,.0f} readings/s**"
+        f"Median: **{batch_rate:,.0f} readings/s** with one instance"
         + (" (the aim, 100,000, is met)." if batch_rate >= 100_000 else
-           f" ({batch_rate / 100_000:.0%} of the aim of 100,000; the publisher and the "
-           "gateway share the two cores, see the CPU per reading)."),
+           f" ({batch_rate / 100_000:.0%} of the aim of 100,000).")
+        + " Where the CPU goes, per reading (medians): gateway "
+        f"{batch_cpu['gateway']:.2f} µs, broker {batch_cpu['broker']:.2f}, subscriber "
+        f"{batch_cpu['subscriber']:.2f} (of which {batch_cpu['reader']:.2f} this tool's "
+        f"thread decoding `mosquitto_sub`'s lines), publisher {batch_cpu['publisher']:.3f}. At "
+        f"{batch_cpu['gateway']:.2f} µs per reading one gateway process can do at most "
+        f"{1e6 / batch_cpu['gateway']:,.0f} readings/s on a core of its own; everything "
+        "else in the run together would need "
+        f"{sum(batch_cpu[k] for k in ('broker', 'subscriber', 'publisher')) * 100_000 / 1e6:.2f}"
+        " of a core at 100,000 readings/s."
+        + (f" With two instances: {medians['two_batches']:,.0f} readings/s"
+           + (" (the aim is met)." if medians['two_batches'] >= 100_000 else ".")),
         "",
         f"## Latency at a fixed {args.rate:,.0f} messages/s",
         "",
@@ -766,25 +896,56 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "",
         "## One instance against two",
         "",
-        f"Two publishers at once, {args.count:,} single-reading messages each, as fast as "
-        "they can. One instance: both publish into the one gateway's subtree. Two "
-        "instances: gateways `a` and `b`, each with its own share (`--gateway-id a --set "
-        "topics.data=sensors/a/{stream}/data`, and `b`; the instance share of "
-        "`docs/fleet.md` and `configs/edgelearn-gateway@.service`), each publisher "
-        "into one share. The rate is all messages / (last prediction's arrival - first "
-        "message's publish time); CPU is the gateways' together.",
+        "One lean publisher, two streams, as fast as it can. One instance: both streams "
+        "into the one gateway's subtree. Two instances: gateways `a` and `b`, each with "
+        "its own share (`--gateway-id a --set topics.data=sensors/a/{stream}/data`, and "
+        "`b`; the instance share of `docs/fleet.md` and "
+        "`configs/edgelearn-gateway@.service`), stream 0 into `a`'s share and stream 1 "
+        "into `b`'s (`load_mqtt.py --data-template` twice). Same readings, same "
+        "publisher, runs of one and two alternating. The rate is all readings (or "
+        "messages) / (last prediction's arrival - first reading's `ts`). CPU per reading "
+        "of each process from /proc (gateways together); cores = the CPU seconds of all "
+        "of them per second of the run: on this machine's "
+        f"{host['cores']} cores, what the gateways can gain is what the broker, the "
+        "subscriber and the publisher leave. With batches the per-message costs of the "
+        "broker, the subscriber and the publisher are shared by a batch's readings, so "
+        "the gateways' learning is most of the work: the run where a second instance "
+        "can show.",
         "",
-        "| run | instances | messages | never | messages/s | gateway CPU µs/msg | load |",
-        "|---|---|---|---|---|---|---|",
-        *(f"| {n + 1} | {k} | {r['messages']:,} | {r['missing']:,} | {r['rate']:,.0f} | "
-          f"{r['cpu_us']:.0f} | {r['load']} |"
-          for k, runs in ((1, results["one_instance"]), (2, results["two_instances"]))
-          for n, r in enumerate(runs)),
+        f"Single readings, {2 * args.count:,} in all:",
         "",
-        f"Medians: one instance {one:,.0f} messages/s, two instances {two:,.0f} "
-        f"({two / one:.2f}x). This machine has {host['cores']} cores for the publishers, "
-        "the broker, the gateways and the subscriber together: a second instance can "
-        "only use what the others leave.",
+        "| run | instances | readings | messages | never | more than once | messages/s "
+        "| readings/s | CPU µs/reading: gateways | broker | subscriber | publisher | cores "
+        "| load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *_instance_rows(results, "single"),
+        "",
+        f"{batch_words.capitalize()}, {args.batch_readings:,} readings in all:",
+        "",
+        "| run | instances | readings | messages | never | more than once | messages/s "
+        "| readings/s | CPU µs/reading: gateways | broker | subscriber | publisher | cores "
+        "| load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *_instance_rows(results, "batches"),
+        "",
+        "Medians (and the range of the runs): single readings, one instance "
+        f"{message_medians['one_single']:,.0f} messages/s "
+        f"({_spread([r['message_rate'] for r in results['one_single']])}), two instances "
+        f"{message_medians['two_single']:,.0f} "
+        f"({_spread([r['message_rate'] for r in results['two_single']])}), "
+        f"{message_medians['two_single'] / message_medians['one_single']:.2f}x; "
+        f"{batch_words}, one instance {medians['one_batches']:,.0f} readings/s "
+        f"({_spread([r['rate'] for r in results['one_batches']])}), two instances "
+        f"{medians['two_batches']:,.0f} "
+        f"({_spread([r['rate'] for r in results['two_batches']])}), "
+        f"{medians['two_batches'] / medians['one_batches']:.2f}x. "
+        + (f"The processes of these runs got at most {most_cores:.2f} of the machine's "
+           f"{host['cores']} cores (the `cores` column; the load average is in each row): "
+           "a second instance had no idle core to use, so these runs cannot show what it "
+           "gains; rerun on a quiet machine."
+           if most_cores < host["cores"] - 0.5 else
+           f"The processes of these runs used up to {most_cores:.2f} of the machine's "
+           f"{host['cores']} cores."),
         "",
         "Gateway counters after all its runs: "
         + ", ".join(f"{k} {v}" for k, v in counters.items()

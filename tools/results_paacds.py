@@ -426,7 +426,39 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     print(f"wrote {out} in {seconds:.1f} s", file=sys.stderr)
+    _write_summary(out, argv, args, results, paper)
     return 0
+
+
+def _write_summary(out: Path, argv: list[str], args: argparse.Namespace, results: dict,
+                   paper: dict) -> None:
+    """The page's headline rows as ``docs/data/<stem>.json`` for the leaderboard, only
+    for a page under a ``docs/`` folder (a smoke run's page elsewhere leaves them alone)."""
+    if out.resolve().parent.name != "docs":
+        return
+    from summaries import write_summary
+
+    tasks = args.tasks
+    summary = summarize(results, tasks)
+    protocol = (f"PAACDS paper protocol ({len(tasks)} binary tasks, seeds 0-{args.repetitions - 1}, "
+                f"alpha {args.alpha:g})")
+    river = {"River PA-I", "River Scaler+PA-I"}
+    # Wall time only (perf_counter), not CPU time: cpu_us_per_instance stays None.
+    rows = [{"protocol": protocol, "learner": HEADINGS[m],
+             "library": "river" if m in river else "edgelearn",
+             "metrics": {k: float(np.mean(summary[m][k])) for k in ("f1", "accuracy")},
+             "label_rate": float(np.mean(summary[m]["query_rate"]))} for m in ALL_METHODS]
+    for method in ("PAACDS", "PAACDS-I"):
+        # The paper's mean only where it reports every task of this run.
+        figures = [paper.get(t, {}).get(method, {}) for t in tasks]
+        if all("f1_20" in f and "acc_20" in f for f in figures):
+            rows.append({"protocol": protocol, "learner": f"paper {method} (~20% labels)",
+                         "library": "paper",
+                         "metrics": {"f1": float(np.mean([f["f1_20"] for f in figures])),
+                                     "accuracy": float(np.mean([f["acc_20"] for f in figures]))}})
+    command = "python tools/results_paacds.py" + ("" if not argv else " " + shlex.join(argv))
+    path = write_summary(out.stem, command, rows, root=out.resolve().parent.parent)
+    print(f"wrote {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """Kernels of the online ensemble (AC_OE): the three chunk-trained base
-learners, the weighted vote, the weight decay and the reservoir.
+learners, the weighted vote, the weight decay and the reservoir; and the
+online members beyond the paper (forgetting RLS and PA-I on a row of an
+intercept, the last labels and the channels), at the end of the file.
 
 Instances are dense rows over the channel slots: ``X`` (rows, d) float64 with
 0 where a channel is absent (and in every slot not yet assigned, so sums run
@@ -284,3 +286,109 @@ def stack_rows(X1, P1, y1, m1, X2, P2, y2, m2, X, P, y):
         y[m1 + i] = y2[i]
     return m1 + m2
 
+
+
+# -- online members (beyond the paper) ---------------------------------------
+#
+# Members that learn every labelled instance, not only at a chunk's end: a
+# forgetting recursive-least-squares learner and a PA-I learner, both linear
+# and one-vs-rest, on the *online row* ``v = [1, lag block, x[:width]]``: an
+# intercept, the last labels learned (the lag block, see :func:`push_label`)
+# and the standardized channels.  The row's length ``a = 1 + n_lag + width``
+# grows as channels are assigned, and every loop runs over ``v[:a]`` only, so
+# slots not assigned yet keep their initial state.
+
+
+@jit
+def online_row(x, width, lags, n_lag, v):
+    """``v[:a] = [1, lags[:n_lag], x[:width]]``; returns ``a``."""
+    v[0] = 1.0
+    for j in range(n_lag):
+        v[1 + j] = lags[j]
+    for s in range(width):
+        v[1 + n_lag + s] = x[s]
+    return 1 + n_lag + width
+
+
+@jit
+def push_label(lags, n_lag, y, n_classes):
+    """Shift the lag block one label back and put ``y`` in front.  A label is
+    one value for two classes (+1 for class 1, -1 for class 0) and a one-hot
+    block of ``n_classes`` values otherwise; ``n_lag`` is the whole block's length."""
+    b = 1 if n_classes == 2 else n_classes
+    for j in range(n_lag - 1, b - 1, -1):
+        lags[j] = lags[j - b]
+    if n_lag < b:
+        return
+    if n_classes == 2:
+        lags[0] = 1.0 if y == 1 else -1.0
+    else:
+        for c in range(n_classes):
+            lags[c] = 1.0 if y == c else 0.0
+
+
+@jit
+def linear_label(W, v, a, n_classes, scores):
+    """``argmax_c W[c, :a] @ v[:a]`` (first on ties)."""
+    for c in range(n_classes):
+        total = 0.0
+        for j in range(a):
+            total += W[c, j] * v[j]
+        scores[c] = total
+    return argmax_or_none(scores, n_classes)
+
+
+@jit
+def rls_learn(P, W, v, a, y, n_classes, lam, Pv):
+    """One step of exponentially weighted recursive least squares on the
+    one-vs-rest targets ``+1 if y = c else -1`` (forgetting factor ``lam``):
+    ``k = P v / (lam + v' P v)``, ``W[c] += k (t_c - W[c] v)``,
+    ``P = (P - k v' P) / lam``.  Then every diagonal entry of ``P`` above 1
+    (its starting value) is scaled back to 1 by ``P = S P S`` with ``S``
+    diagonal, which keeps ``P`` symmetric positive definite: a direction the
+    rows stop exciting (a channel held at its mean) would otherwise see
+    ``P`` grow as ``lam^-t`` (covariance wind-up)."""
+    for i in range(a):
+        total = 0.0
+        for j in range(a):
+            total += P[i, j] * v[j]
+        Pv[i] = total
+    denom = lam
+    for i in range(a):
+        denom += v[i] * Pv[i]
+    for c in range(n_classes):
+        target = 1.0 if y == c else -1.0
+        err = target
+        for j in range(a):
+            err -= W[c, j] * v[j]
+        step = err / denom
+        for j in range(a):
+            W[c, j] += step * Pv[j]
+    for i in range(a):
+        for j in range(a):
+            P[i, j] = (P[i, j] - Pv[i] * Pv[j] / denom) / lam
+    for i in range(a):  # Pv becomes the scale S
+        Pv[i] = 1.0 / math.sqrt(P[i, i]) if P[i, i] > 1.0 else 1.0
+    for i in range(a):
+        for j in range(a):
+            P[i, j] *= Pv[i] * Pv[j]
+
+
+@jit
+def pa_learn(W, v, a, y, n_classes, C):
+    """One one-vs-rest PA-I step (Crammer et al. 2006) on ``v[:a]``."""
+    norm = 0.0
+    for j in range(a):
+        norm += v[j] * v[j]
+    if norm == 0.0:
+        return
+    for c in range(n_classes):
+        sign = 1.0 if y == c else -1.0
+        margin = 0.0
+        for j in range(a):
+            margin += W[c, j] * v[j]
+        loss = 1.0 - sign * margin
+        if loss > 0.0:
+            tau = min(C, loss / norm)
+            for j in range(a):
+                W[c, j] += tau * sign * v[j]

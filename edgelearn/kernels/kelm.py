@@ -25,6 +25,8 @@ algebra allows to vanish.
 
 import math
 
+import numpy as np
+
 from ._jit import jit
 
 # -- kernel values ---------------------------------------------------------------
@@ -85,14 +87,14 @@ def combine(k_row, n, A, m, out):
 
 
 @jit
-def scores(Xt, n, d, u, gamma, A, m, k_row, out):
+def scores(Xt, n, d, u, gamma, A, m, k_row, out, cut):
     """The scores ``f(u) = k(u, window)^T A`` into ``out[:m]`` (k_row is
-    scratch); returns the margin ``min_j |f_j|`` (0 if m is 0)."""
+    scratch); returns the margin ``min_j |f_j - cut|`` (0 if m is 0)."""
     rbf_window_row(Xt, n, d, u, gamma, k_row)
     combine(k_row, n, A, m, out)
-    margin = abs(out[0]) if m > 0 else 0.0
+    margin = abs(out[0] - cut) if m > 0 else 0.0
     for j in range(1, m):
-        margin = min(margin, abs(out[j]))
+        margin = min(margin, abs(out[j] - cut))
     return margin
 
 
@@ -626,6 +628,56 @@ def refactor(Q, n, Xt, d, gamma, c, Lx, Ly, block, lam, gam, Kr, piv):
                         target[p] += w * row[p]
         lo = hi
     return invert(Q, n, piv)
+
+
+# -- the cut: from scores to label sets -------------------------------------------
+
+
+@jit
+def loo_scores(Q, n, Xt, d, gamma, c, T, m, A, k_row, f, S, Y):
+    """Leave-one-out scores of the window's labelled rows: for every known
+    target (T[a, j] != 0) of a labelled row a, the score f_j(x_a) of the
+    model refit without a's label set (c_a = 0, T_a = 0, graphs kept), into
+    ``S[count]``, and whether the target is positive into ``Y[count]``;
+    returns count.  Exact by Sherman-Morrison: with ``H = K Q C`` and
+    ``h = H[a, a]``, ``f_-a(x_a) = (f(x_a) - h t_a) / (1 - h)``, O(n d + n m)
+    per row (k_row, f: scratch of n and m)."""
+    count = 0
+    for a in range(n):
+        ca = c[a]
+        if ca == 0.0:
+            continue
+        rbf_window_row(Xt, n, d, Xt[:, a], gamma, k_row)
+        h = 0.0
+        for p in range(n):
+            h += k_row[p] * Q[p, a]
+        h *= ca
+        if not 1.0 - h > 1e-12:  # a row that fits itself exactly says nothing held out
+            continue
+        combine(k_row, n, A, m, f)
+        for j in range(m):
+            t = T[a, j]
+            if t != 0.0:
+                S[count] = (f[j] - h * t) / (1.0 - h)
+                Y[count] = t > 0.0
+                count += 1
+    return count
+
+
+@jit
+def count_cut(S, Y, k):
+    """The cut on ``S[:k]`` above which as many scores lie as ``Y[:k]``
+    holds positives (Yang's PCut, pooled over labels): midway between the
+    P-th and (P+1)-th highest score.  NaN when there is no positive or no
+    negative (no cut is learned then)."""
+    P = 0
+    for i in range(k):
+        P += Y[i]
+    if P == 0 or P == k:
+        return math.nan
+    s = -S[:k]
+    order = np.argsort(s, kind="mergesort")
+    return 0.5 * (S[order[P - 1]] + S[order[P]])
 
 
 # -- the window's bookkeeping -----------------------------------------------------

@@ -2,8 +2,8 @@
 
 A log differs from a labelled array in two ways the loop of
 :mod:`edgelearn.kernels.replay` does not cover, so this loop drives the same
-row kernels (``_gather_row``, ``_observe_score_dense``, ``paacds.*``) with its
-own label handling:
+per-row step (``replay.paacds_row``, ``query_step``, ``learn_binary_row``) with
+its own label handling:
 
 * a row may carry no usable label (``code < 0``: the message had no ``"y"``, or
   one the stream could not take); it is observed and predicted, never learned;
@@ -19,9 +19,8 @@ own label handling:
 
 import numpy as np
 
-from . import paacds as pk
 from ._jit import jit
-from .replay import N_ASSIGNED, N_EVICTED, T, _gather_row, _observe_score_dense, n_columns_assigned
+from .replay import N_ASSIGNED, N_EVICTED, learn_binary_row, paacds_row, query_step
 
 # What the loop returns as its second value.
 DONE, NEED_SIGN = 0, 1
@@ -35,7 +34,7 @@ def paacds_binary_log_loop(
     W, b, active, h, h_n, h_mean, h_var, h_forget, k0, rng_state, delta,
     target, gain, C, variant_i, learn_intercept, lam, B, max_weights,
     idx_buf, score_buf, col_key, tie_key, scores, slots, vals, xs, zs, hs,
-    pred, margin_out, asked_out,
+    pred, margin_out, asked_out, feat_k, feat_slots, feat_z,
 ):
     """Binary PAACDS over rows ``start..`` of X (NaN = missing channel).
 
@@ -43,66 +42,42 @@ def paacds_binary_log_loop(
     done, NEED_SIGN when row ``row`` is to be learned with a label whose sign
     ``code_sign[codes[row]]`` is unknown (its ``k`` features are in
     ``slots``/``vals``; call again with ``start=row, resume_k=k``).
-    ``resume_k < 0`` starts row ``start`` from the beginning."""
+    ``resume_k < 0`` starts row ``start`` from the beginning. With ``feat_k``
+    as long as X, each row's features as the learner saw them (``(slots, z)``,
+    what ``decide_one`` gives) are kept in ``feat_slots``/``feat_z`` (n x width)
+    and their count in ``feat_k``, for label requests and the label journal."""
     n = X.shape[0]
-    evicted_before = counters[N_EVICTED]
-    assigned_before = -1
-    mapped_evictions = -1
-    dense = False
+    carry = np.array([counters[N_EVICTED], -1, -1, 0], dtype=np.int64)
     i = start
     if resume_k >= 0:
         k = resume_k
         c = int(codes[i])
-        changed_w = pk.learn_binary(
-            slots, vals, k, code_sign[c], W, b, active, h, C, variant_i, learn_intercept
-        )
-        if changed_w:
-            pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+        learn_binary_row(slots, vals, k, code_sign[c], W, b, active, h, C, variant_i, learn_intercept,
+                         tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
         i += 1
     while i < n:
-        k = _gather_row(
-            X, i, col_slot, slot_col, changed, slots, vals, counters,
-            count, mean, var, last_seen, evict_after,
+        k = paacds_row(
+            X, i, True, col_slot, slot_col, changed, counters,
+            count, mean, var, last_seen, forget, eps, z_max, evict_after,
+            W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores, col_key, tie_key,
+            slots, vals, xs, zs, hs, carry,
         )
-        if counters[N_EVICTED] != evicted_before:
-            evicted_before = counters[N_EVICTED]
+        if feat_k.shape[0] == n:
+            feat_k[i] = k
             for j in range(k):
-                if changed[slots[j]] == 2:
-                    pk.forget_slot(slots[j], W, active, h, h_n, h_mean, h_var)
-                    changed[slots[j]] = 1
-        if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
-            assigned_before = counters[N_ASSIGNED]
-            mapped_evictions = counters[N_EVICTED]
-            dense = assigned_before == n_columns_assigned(col_slot, slot_col, assigned_before)
-            for s in range(assigned_before):
-                if slot_col[s] >= 0:
-                    tie_key[s] = col_key[slot_col[s]]
-        if dense:
-            _observe_score_dense(
-                X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
-                count, mean, var, last_seen, counters[T], forget, eps, z_max,
-                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
-            )
-        else:
-            pk.observe_scores(
-                slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
-                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
-            )
-        counters[T] += 1
+                feat_slots[i, j] = slots[j]
+                feat_z[i, j] = vals[j]
         q = scores[0]
         pred[i] = 1 if q >= 0.0 else -1
         margin_out[i] = q
-        ask = pk.draw_query(q, delta, rng_state)
-        if target > 0.0:
-            delta = pk.adapt_delta(delta, ask, target, gain)
+        ask, delta = query_step(q, delta, rng_state, target, gain)
         asked_out[i] = ask
         c = int(codes[i])
         if (ask or not active_learning) and c >= 0:
             sign = code_sign[c]
             if sign == 0.0:
                 return i, NEED_SIGN, delta, k
-            changed_w = pk.learn_binary(slots, vals, k, sign, W, b, active, h, C, variant_i, learn_intercept)
-            if changed_w:
-                pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+            learn_binary_row(slots, vals, k, sign, W, b, active, h, C, variant_i, learn_intercept,
+                             tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
         i += 1
     return n, DONE, delta, 0

@@ -139,6 +139,73 @@ def _observe_score_dense(
 
 
 @jit
+def paacds_row(
+    X, i, binary, col_slot, slot_col, changed, counters,
+    count, mean, var, last_seen, forget, eps, z_max, evict_after,
+    W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores, col_key, tie_key,
+    slots, vals, xs, zs, hs, carry,
+):
+    """PAACDS's per-row step before the prediction, shared by every PAACDS loop
+    (``paacds_loop`` here, ``log_replay.paacds_binary_log_loop``): claim slots for
+    row i's new columns (the model forgets recycled ones), observe and score it
+    into ``scores``, and count it. Returns the row's feature count ``k`` (its
+    features are in ``slots``/``vals``). ``carry`` holds what the step keeps from
+    row to row: evictions seen, slots assigned and evictions when the mapping was
+    last checked, and whether rows can be handled slot-wise (1) or not (0); start
+    it as ``[counters[N_EVICTED], -1, -1, 0]``."""
+    k = _gather_row(
+        X, i, col_slot, slot_col, changed, slots, vals, counters,
+        count, mean, var, last_seen, evict_after,
+    )
+    if counters[N_EVICTED] != carry[0]:
+        carry[0] = counters[N_EVICTED]
+        for j in range(k):
+            if changed[slots[j]] == 2:
+                pk.forget_slot(slots[j], W, active, h, h_n, h_mean, h_var)
+                changed[slots[j]] = 1
+    if counters[N_ASSIGNED] != carry[1] or counters[N_EVICTED] != carry[2]:
+        # the column-to-slot mapping changed: can rows be handled slot-wise?
+        carry[1] = counters[N_ASSIGNED]
+        carry[2] = counters[N_EVICTED]
+        carry[3] = binary and carry[1] == n_columns_assigned(col_slot, slot_col, carry[1])
+        # sparsify breaks ties by the channel names' keys (col_key per column)
+        for s in range(carry[1]):
+            if slot_col[s] >= 0:
+                tie_key[s] = col_key[slot_col[s]]
+    if carry[3]:
+        _observe_score_dense(
+            X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
+            count, mean, var, last_seen, counters[T], forget, eps, z_max,
+            W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+        )
+    else:
+        pk.observe_scores(
+            slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
+            W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+        )
+    counters[T] += 1
+    return k
+
+
+@jit
+def query_step(q, delta, rng_state, target, gain):
+    """Draw the query for margin q and adapt delta to the target rate: ``(ask, delta)``."""
+    ask = pk.draw_query(q, delta, rng_state)
+    if target > 0.0:
+        delta = pk.adapt_delta(delta, ask, target, gain)
+    return ask, delta
+
+
+@jit
+def learn_binary_row(slots, vals, k, sign, W, b, active, h, C, variant_i, learn_intercept,
+                     tie_key, n_assigned, lam, B, max_weights, idx_buf, score_buf):
+    """Binary PAACDS learns the row's features with label sign; sparsify if it changed."""
+    changed_w = pk.learn_binary(slots, vals, k, sign, W, b, active, h, C, variant_i, learn_intercept)
+    if changed_w:
+        pk.sparsify(W, active, h, tie_key, n_assigned, lam, B, max_weights, idx_buf, score_buf)
+
+
+@jit
 def paacds_loop(
     X, y, active_learning, col_slot, slot_col, changed, counters,
     count, mean, var, last_seen, forget, eps, z_max, evict_after,
@@ -161,42 +228,14 @@ def paacds_loop(
     xs = np.empty(W.shape[1], dtype=np.float64)
     zs = np.empty(W.shape[1], dtype=np.float64)
     hs = np.empty(W.shape[1], dtype=np.float64)
-    evicted_before = counters[N_EVICTED]
-    assigned_before = -1
-    mapped_evictions = -1
-    dense = False
+    carry = np.array([counters[N_EVICTED], -1, -1, 0], dtype=np.int64)
     for i in range(n):
-        k = _gather_row(
-            X, i, col_slot, slot_col, changed, slots, vals, counters,
-            count, mean, var, last_seen, evict_after,
+        k = paacds_row(
+            X, i, binary, col_slot, slot_col, changed, counters,
+            count, mean, var, last_seen, forget, eps, z_max, evict_after,
+            W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores, col_key, tie_key,
+            slots, vals, xs, zs, hs, carry,
         )
-        if counters[N_EVICTED] != evicted_before:
-            evicted_before = counters[N_EVICTED]
-            for j in range(k):
-                if changed[slots[j]] == 2:
-                    pk.forget_slot(slots[j], W, active, h, h_n, h_mean, h_var)
-                    changed[slots[j]] = 1
-        if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
-            # the column-to-slot mapping changed: can rows be handled slot-wise?
-            assigned_before = counters[N_ASSIGNED]
-            mapped_evictions = counters[N_EVICTED]
-            dense = binary and assigned_before == n_columns_assigned(col_slot, slot_col, assigned_before)
-            # sparsify breaks ties by the channel names' keys (col_key per column)
-            for s in range(assigned_before):
-                if slot_col[s] >= 0:
-                    tie_key[s] = col_key[slot_col[s]]
-        if dense:
-            _observe_score_dense(
-                X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
-                count, mean, var, last_seen, counters[T], forget, eps, z_max,
-                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
-            )
-        else:
-            pk.observe_scores(
-                slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
-                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
-            )
-        counters[T] += 1
         if binary:
             q = scores[0]
             pred[i] = 1 if q > 0.0 else -1
@@ -205,13 +244,12 @@ def paacds_loop(
             q = 0.0 if runner < 0 else scores[best] - scores[runner]
             pred[i] = best if n_known > 0 else -1
         margin_out[i] = q
-        ask = pk.draw_query(q, delta, rng_state)
-        if target > 0.0:
-            delta = pk.adapt_delta(delta, ask, target, gain)
+        ask, delta = query_step(q, delta, rng_state, target, gain)
         asked_out[i] = ask
         if ask or not active_learning:
             if binary:
-                changed_w = pk.learn_binary(slots, vals, k, y[i], W, b, active, h, C, variant_i, learn_intercept)
+                learn_binary_row(slots, vals, k, y[i], W, b, active, h, C, variant_i, learn_intercept,
+                                 tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
             else:
                 code = int(y[i])
                 c = code_class[code]
@@ -223,8 +261,8 @@ def paacds_loop(
                 changed_w = pk.learn_multiclass(
                     slots, vals, k, c, n_known, W, b, active, h, C, variant_i, learn_intercept, scores
                 )
-            if changed_w:
-                pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+                if changed_w:
+                    pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
     return delta, n_known
 
 

@@ -376,7 +376,27 @@ def _same_label(a, b) -> bool:
         return False
 
 
-class MulticlassTargets(Targets):
+class _IndexedTargets(Targets):
+    """Targets whose labels (or label names) are indexed by first appearance, at most
+    ``capacity`` of them: what multiclass and multi-label targets share."""
+
+    def __init__(self, owner: str, capacity: int):
+        super().__init__(owner)
+        self.capacity = capacity
+        self._index = LabelIndex(owner, capacity)
+
+    @property
+    def labels(self) -> list:
+        return self._index.labels
+
+    def to_state(self) -> list:
+        return list(self._index.labels)
+
+    def load(self, labels: list) -> None:
+        self._index.load(labels)
+
+
+class MulticlassTargets(_IndexedTargets):
     """Any hashable labels, at most ``n_classes``, indexed by first appearance.
 
     >>> t = MulticlassTargets("SynthesisNB", 3)
@@ -387,13 +407,8 @@ class MulticlassTargets(Targets):
     task = "multiclass"
 
     def __init__(self, owner: str, n_classes: int):
-        super().__init__(owner)
-        self.n_classes = self.capacity = n_classes
-        self._index = LabelIndex(owner, n_classes)
-
-    @property
-    def labels(self) -> list:
-        return self._index.labels
+        super().__init__(owner, n_classes)
+        self.n_classes = n_classes
 
     def index(self, y) -> int:
         """The index of ``y``, registering it if it is new."""
@@ -425,14 +440,8 @@ class MulticlassTargets(Targets):
     def proba(self, p) -> dict:
         return {label: float(p[i]) for i, label in enumerate(self._index.labels)}
 
-    def to_state(self) -> list:
-        return list(self._index.labels)
 
-    def load(self, labels: list) -> None:
-        self._index.load(labels)
-
-
-class MultiLabelTargets(Targets):
+class MultiLabelTargets(_IndexedTargets):
     """Label sets: a dict of label name (str or int) to bool; a name left out,
     or given as None, is missing. At most ``max_labels`` names.
 
@@ -445,13 +454,8 @@ class MultiLabelTargets(Targets):
     task = "multilabel"
 
     def __init__(self, owner: str, max_labels: int):
-        super().__init__(owner)
-        self.max_labels = self.capacity = max_labels
-        self._index = LabelIndex(owner, max_labels)
-
-    @property
-    def labels(self) -> list:
-        return self._index.labels
+        super().__init__(owner, max_labels)
+        self.max_labels = max_labels
 
     def _parse(self, y) -> tuple[dict, list]:
         if not isinstance(y, Mapping):
@@ -504,12 +508,6 @@ class MultiLabelTargets(Targets):
     def proba(self, p) -> dict:
         return {name: {False: 1.0 - float(p[i]), True: float(p[i])}
                 for i, name in enumerate(self._index.labels)}
-
-    def to_state(self) -> list:
-        return list(self._index.labels)
-
-    def load(self, labels: list) -> None:
-        self._index.load(labels)
 
 
 # -- the learner ------------------------------------------------------------------

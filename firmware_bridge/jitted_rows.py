@@ -1,0 +1,322 @@
+"""A stream's decoded rows through the jitted PAACDS loop, with the pipeline's rules.
+
+Both users hold a stream's readings as arrays (:class:`~firmware_bridge.fast_decode.FastDecoder`
+ids: per reading seq, ts, label id, receive time and channel count; per channel
+its name id and value): offline replay (:mod:`firmware_bridge.bulk_replay`, a
+chunk of a log) and the gateway's batches (``Pipeline.handle``, one batch
+message). :func:`run_jitted` runs them through
+:func:`edgelearn.kernels.log_replay.paacds_binary_log_loop` and leaves the
+stream as :meth:`Pipeline._predict` reading by reading would: learner state,
+counters, sequence accounting, label sides, metrics, and under the ``request``
+policy the label requests and the label journal's records.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from edgelearn.learners.base import BinaryTargets
+
+from .fast_decode import FastDecoder
+from .pipeline import SEQUENCE_COUNTERS, Outbound, Pipeline
+from .protocol import encode_label_request
+
+__all__ = ["run_jitted", "run_per_message"]
+
+
+def _readings(arrays: tuple, decoder: FastDecoder) -> list[tuple]:
+    """A stream's rows as the pipeline's reading tuples ``(ts, seq, channels, y)``."""
+    seq, ts, label, _, count, name, value = arrays
+    names, labels = decoder.names.values, decoder.labels.values
+    out = []
+    p = 0
+    for i, k in enumerate(count.tolist()):
+        channels = {names[n]: v for n, v in zip(name[p:p + k].tolist(), value[p:p + k].tolist())}
+        p += k
+        code = int(label[i])
+        out.append((float(ts[i]), int(seq[i]), channels, None if code < 0 else labels[code]))
+    return out
+
+
+def run_per_message(pipeline: Pipeline, name: str, arrays: tuple, decoder: FastDecoder,
+                     keep: bool) -> dict | None:
+    kept: dict = {"y": [], "score": [], "ask": []}
+    stream = pipeline._streams[name]
+    for reading, received_at in zip(_readings(arrays, decoder), arrays[3].tolist()):
+        # one reading at a time: a batch's readings give the same predictions and
+        # counts one by one (only the prediction message is shared)
+        result = pipeline._predict(stream, reading, received_at)
+        if keep and result is not None:
+            kept["y"].append(result[0]["y"])
+            kept["score"].append(result[0]["score"])
+            kept["ask"].append(result[0]["query"])
+    return kept if keep else None
+
+
+def _label_sides(pipeline: Pipeline, stream, label: np.ndarray, decoder: FastDecoder):
+    """The pipeline's label rule (``Pipeline._score`` with the stream's record of its
+    two labels), decided once per distinct label at its first row: a label the
+    stream's sides take there stays taken, one they refuse stays refused (sides only
+    fill up). Returns per row the code the loop learns (-1: none), the truth (0: no
+    label scored, 1/2: negative/positive), the labels by code, and the sides'
+    states ``(from row, labels, state)``."""
+    sides = stream.sides
+    n = label.shape[0]
+    codes = np.full(n, -1.0)
+    truth = np.zeros(n, dtype=np.int8)
+    side_labels: list[tuple[int, list, list]] = [(-1, sides.labels, sides.to_state())]
+    labels: list = []
+    rows = np.flatnonzero(label >= 0)
+    if not rows.shape[0]:
+        return codes, truth, labels, side_labels
+    ids, first = np.unique(label[rows], return_index=True)
+    order = np.argsort(first)
+    local = np.full(len(decoder.labels), -1.0)
+    side = np.zeros(len(decoder.labels), dtype=np.int8)
+    unusable = np.zeros(len(decoder.labels), dtype=np.bool_)
+    for ident, row in zip(ids[order].tolist(), rows[first[order]].tolist()):
+        y = decoder.labels.values[ident]
+        if isinstance(y, dict) or not sides.accepts(y):
+            unusable[ident] = True
+            continue
+        before = len(sides.labels)
+        positive = sides.sign(y) > 0
+        if len(sides.labels) != before:
+            side_labels.append((row, sides.labels, sides.to_state()))
+        side[ident] = 2 if positive else 1
+        local[ident] = len(labels)
+        labels.append(y)
+    codes[rows] = local[label[rows]]
+    truth[rows] = side[label[rows]]
+    bad = rows[unusable[label[rows]]]
+    if bad.shape[0]:
+        stream.unusable_labels += int(bad.shape[0]) - 1
+        pipeline._own_rejects["unusable_label"] += int(bad.shape[0]) - 1
+        pipeline._unusable(stream, decoder.labels.values[label[bad[-1]]],
+                           "not one of the stream's two labels")
+    return codes, truth, labels, side_labels
+
+
+def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray,
+                decoder: FastDecoder, keep: bool) -> dict | None:
+    """Run stream ``name``'s rows (``arrays``, channels in the order ``columns``)
+    through the jitted loop; with ``keep``, return per row the prediction (``"y"``,
+    the user's label), ``"score"`` and ``"ask"``, and the label requests issued
+    (``"requests"``, as :class:`Outbound`, under the ``request`` policy). A label
+    journal (``on_learn``) hears of every lesson learned, after the pass."""
+    from edgelearn.channels import name_key
+    from edgelearn.kernels import log_replay as loop
+    from edgelearn.learners.paacds import _K0
+
+    from .kernels.replay_rows import sequence
+
+    seqs, _, label, received, count, pair_name, pair_value = arrays
+    stream = pipeline._streams[name]
+    model = stream.learner
+    n = seqs.shape[0]
+    names = [decoder.names.values[c] for c in columns.tolist()]
+    position = np.full(len(decoder.names), -1, dtype=np.int64)
+    position[columns] = np.arange(columns.shape[0])
+    X = np.full((n, len(names)), np.nan)
+    X[np.repeat(np.arange(n), count), position[pair_name]] = pair_value
+
+    codes, truth, labels, side_labels = _label_sides(pipeline, stream, label, decoder)
+    code_sign = np.zeros(max(len(labels), 1))
+    # Labels the learner knows already have their side now (sign() of a known label
+    # changes nothing); a new one gets it when first learned, in the loop's order.
+    targets = model.targets
+    known = targets.to_state()
+    for code, y in enumerate(labels):
+        sign = targets.sign(y)
+        if targets.to_state() != known:  # it was new: not yet
+            targets.load(known)
+        else:
+            code_sign[code] = sign
+
+    space = model.channels
+    col_slot = np.array([space.slot_of(c) for c in names], dtype=np.int64)
+    slot_col = np.full(space.capacity, -1, dtype=np.int64)
+    for j, s in enumerate(col_slot):
+        if s >= 0:
+            slot_col[s] = j
+    changed = np.zeros(space.capacity, dtype=np.int8)
+    counters = np.array([space.t, space.n_assigned, space.n_ignored, space.n_evicted], dtype=np.int64)
+    width = max(len(names), 1)
+    slots = np.empty(width, dtype=np.int32)
+    vals = np.empty(width, dtype=np.float64)
+    cap = space.capacity
+    xs, zs, hs = np.empty(cap), np.empty(cap), np.empty(cap)
+    pred = np.empty(n, dtype=np.int64)
+    margins = np.empty(n, dtype=np.float64)
+    asked = np.zeros(n, dtype=np.bool_)
+    col_key = np.array([name_key(c) for c in names], dtype=np.float64)
+    target = 0.0 if model.target_query_rate is None else float(model.target_query_rate)
+    active_learning = pipeline.label_policy == "from_data"
+    requesting = pipeline.label_policy == "request"
+    journaling = pipeline.on_learn is not None
+    if requesting or journaling:  # label requests and the journal keep the features the learner saw
+        feat_k = np.empty(n, dtype=np.int64)
+        feat_slots = np.empty((n, width), dtype=np.int32)
+        feat_z = np.empty((n, width), dtype=np.float64)
+    else:
+        feat_k, feat_slots, feat_z = np.empty(0, dtype=np.int64), np.empty((0, 1), dtype=np.int32), np.empty((0, 1))
+    # The learner's labels as its predictions saw them: (from row, targets state).
+    target_states: list[tuple[int, list]] = [(-1, model.targets.to_state())]
+
+    start, resume_k, delta = 0, -1, model._current_delta
+    while True:
+        row, status, delta, k = loop.paacds_binary_log_loop(
+            X, codes, code_sign, start, resume_k, active_learning,
+            col_slot, slot_col, changed, counters,
+            space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+            space.z_max, space.evict_after,
+            model.W, model.b, model.active, model.h, model.h_n, model.h_mean, model.h_var,
+            model._h_forget, _K0, model.rng_state, delta, target, float(model.budget_gain),
+            float(model.C), model._variant_i, model.learn_intercept, model._lam, float(model.B),
+            model._max_weights, model._idx_buf, model._score_buf, col_key, space.name_key,
+            model._scores, slots, vals, xs, zs, hs, pred, margins, asked,
+            feat_k, feat_slots, feat_z,
+        )
+        if status == loop.DONE:
+            break
+        # A label this learner has not learned yet: its targets give it a side, as
+        # PAACDS.learn would; then the loop learns the row and goes on.
+        code = int(codes[row])
+        code_sign[code] = model.targets.sign(labels[code])
+        target_states.append((row, model.targets.to_state()))
+        start, resume_k = row, k
+    model._current_delta = float(delta)
+    space.t, space.n_assigned, space.n_ignored, space.n_evicted = (int(v) for v in counters)
+    space._assign_names({int(s): names[slot_col[s]] for s in np.flatnonzero(changed)})
+
+    # Counters, as _handle_data keeps them.
+    n_asked = int(asked.sum())
+    learn_rows = (asked if active_learning else np.ones(n, dtype=bool)) & (codes >= 0)
+    n_learned = int(learn_rows.sum())
+    pipeline._data += n
+    pipeline._predictions += n
+    pipeline._asked += n_asked
+    pipeline._learned += n_learned
+    stream.data += n
+    stream.asked += n_asked
+    stream.learned += n_learned
+    if journaling:  # after the counts, so a checkpoint it makes holds them with the lessons
+        _journal_lessons(pipeline, name, stream.learned - n_learned, np.flatnonzero(learn_rows),
+                         codes, labels, feat_k, feat_slots, feat_z)
+    if n:
+        stream.last_received_at = float(received[-1])
+    # Sequence accounting, as Pipeline._predict does it reading by reading.
+    moved = np.zeros(4, dtype=np.int64)
+    last, window = sequence(seqs, stream.last_seq, np.uint64(stream.seq_window), moved)
+    stream.last_seq, stream.seq_window = int(last), int(window)
+    for key, delta_count in zip(SEQUENCE_COUNTERS, moved.tolist()):
+        if delta_count:
+            setattr(stream, key, getattr(stream, key) + delta_count)
+            pipeline._sequence_counts[key] += delta_count
+    if moved[0] or moved[3]:
+        pipeline._log.warning("seq_gap", "stream %r: seq gaps or restarts in a batch or a replayed log "
+                              "(%d missing, %d restarts)", name, int(moved[0]), int(moved[3]))
+
+    # Scoring, as Pipeline._score does it, run by run of rows with the same labels.
+    _score_rows(stream, name, pred, truth, side_labels, target_states)
+    if n:
+        stream.last_label = _label_at(target_states, n - 1, int(pred[-1]), name)
+    if not keep and not requesting:
+        return None
+    predicted = _user_predictions(pred, target_states, name)
+    scores = margins.tolist()
+    requests = []
+    if requesting:
+        # Pipeline._predict's label requests: a row without a label that asked
+        for i in np.flatnonzero(asked & (label < 0)).tolist():
+            k = int(feat_k[i])
+            seq, ts = int(seqs[i]), float(arrays[1][i])
+            features = (feat_slots[i, :k].copy(), feat_z[i, :k].copy())
+            req = pipeline.labels.issue(name, seq, features, predicted[i])
+            requests.append(Outbound(
+                stream.label_request_topic,
+                encode_label_request(req, seq, ts, predicted[i], scores[i], pipeline.labels.ttl_seconds),
+                pipeline.label_request_qos, False))
+        pipeline._label_requests += len(requests)
+        stream.label_requests += len(requests)
+    return {"y": predicted, "score": scores, "ask": asked.tolist(), "requests": requests}
+
+
+def _journal_lessons(pipeline: Pipeline, name: str, learned_before: int, rows: np.ndarray,
+                     codes: np.ndarray, labels: list, feat_k: np.ndarray,
+                     feat_slots: np.ndarray, feat_z: np.ndarray) -> None:
+    """Tell the label journal (``on_learn``) of each lesson the pass learned, in order,
+    numbered from the stream's ``learned`` count before the pass, as
+    ``Pipeline._learn`` does reading by reading. They are told after the pass, not
+    before each update, and that loses nothing: the gateway acks the batch only after
+    its outputs, which come after this, and a crash before then loses the learner's
+    memory of the batch too. If the stream's channel map moved during the pass, the
+    journal checkpoints the stream first, with every lesson of the batch in it, and a
+    replay skips them as already learned."""
+    for j, i in enumerate(rows.tolist()):
+        k = int(feat_k[i])
+        pipeline.on_learn(name, learned_before + j, feat_slots[i, :k].copy(),
+                          feat_z[i, :k].copy(), labels[int(codes[i])])
+
+
+def _targets_at(states: list[tuple[int, list]], row: int, name: str) -> BinaryTargets:
+    # The learner's labels when it predicted ``row`` (a label learned at row r is
+    # known from row r + 1).
+    state = [s for r, s in states if r < row][-1]
+    targets = BinaryTargets(name)
+    targets.load(state)
+    return targets
+
+
+def _label_at(states: list, row: int, sign: int, name: str) -> Any:
+    targets = _targets_at(states, row, name)
+    if not targets.labels:
+        return targets.neutral()
+    return targets.decode(sign > 0)
+
+
+def _score_rows(stream, name: str, pred: np.ndarray, truth: np.ndarray,
+                side_labels: list, target_states: list) -> None:
+    scored = truth > 0
+    if not scored.any():
+        return
+    n = pred.shape[0]
+    bounds = sorted({0, n, *(r for r, *_ in side_labels[1:]), *(r + 1 for r, _ in target_states[1:])})
+    is_true = truth == 2
+    guess = np.empty(n, dtype=np.bool_)
+    for begin, end in zip(bounds, bounds[1:]):
+        if begin >= end:
+            continue
+        state = [s for s in side_labels if s[0] <= begin][-1]
+        known, checker = state[1], BinaryTargets(name)
+        checker.load(state[2])
+        for sign in (1, -1):
+            rows = slice(begin, end)
+            label = _label_at(target_states, begin, sign, name)
+            mine = pred[rows] == sign if sign > 0 else pred[rows] != 1
+            if label in known:
+                guess[rows][mine] = checker.sign(label) > 0
+            else:
+                guess[rows][mine] = ~is_true[rows][mine]
+    stream.metrics.update_many(is_true[scored], guess[scored])
+
+def _user_predictions(pred: np.ndarray, states: list[tuple[int, list]], name: str) -> list:
+    """Each row's prediction in the user's labels: the learner's labels as they
+    were when it predicted (a label learned at row r is known from row r + 1)."""
+    out: list = [None] * len(pred)
+    signs = pred.tolist()
+    bounds = [row + 1 for row, _ in states[1:]] + [len(signs)]
+    begin = 0
+    for (_, state), end in zip(states, bounds):
+        targets = BinaryTargets(name)
+        targets.load(state)
+        if not targets.labels:
+            value = targets.neutral()
+            out[begin:end] = [value] * (end - begin)
+        else:
+            positive, negative = targets.decode(True), targets.decode(False)
+            out[begin:end] = [positive if s > 0 else negative for s in signs[begin:end]]
+        begin = end
+    return out

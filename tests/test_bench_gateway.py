@@ -1,0 +1,45 @@
+"""tools/bench_gateway.py end to end on tiny inputs: it starts its own mosquitto and
+gateways, feeds them with tools/load_mqtt.py and writes the whole page. The figures
+of so short a run mean nothing; what is checked is that every run accounts for every
+reading (each predicted exactly once) and that every section of the page is written."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.broker
+def test_the_benchmark_writes_its_whole_page_on_tiny_inputs(tmp_path):
+    out = tmp_path / "bench.md"
+    args = ["--count", "300", "--warmup", "200", "--batch-readings", "1024", "--repeat", "1",
+            "--rate", "1000"]
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_gateway.py"), *args,
+                             "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads(result.stdout)
+    runs = [*results["throughput"], *results["batches"], *results["one_single"],
+            *results["two_single"], *results["one_batches"], *results["two_batches"]]
+    assert all(r["missing"] == 0 and r["predicted_more"] == 0 for r in runs)
+    assert all(r["predicted_once"] == r["readings"] for r in runs)
+    assert [r["readings"] for r in results["one_single"] + results["two_single"]] == [600, 600]
+    # Compact batches: as many readings per message as the default limits allow.
+    assert results["batches"][0]["readings_per_message"] >= 60
+    assert results["batches"][0]["payload_bytes"]["max"] <= 4096
+    assert all(r["outputs"] == 300 for r in results["relay"])
+    assert results["latency"][0]["missing"] == 0
+    page = out.read_text()
+    assert "Command: `python tools/bench_gateway.py " + " ".join(args) + "`" in page
+    for heading in ("## Summary", "## The pipeline alone", "## Cost per message",
+                    "## Batched readings", "## Latency", "## One instance against two"):
+        assert heading in page
+    counters = dict(re.findall(r"(\w+) (\d+)", page.split("Gateway counters")[1]))
+    assert counters["predictions"] == counters["data"] and counters["rejected"] == "0"
