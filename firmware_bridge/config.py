@@ -488,8 +488,10 @@ seed = 0                       # query decisions are reproducible per stream
 # learn_intercept = true       # false: the paper's model, without an intercept
 #
 # For pafe (binary labels), with their defaults; capacity, evict_after and seed as above:
-# C = 1.0                      # PA-I aggressiveness of its models
-# variant = "PAFE-c"           # "PAFE-s" (follow one model); or a paper baseline:
+# C = 0.01                     # PA-I aggressiveness of its models
+# variant = "PAFE-h"           # the mapped model and one started fresh on the new channels,
+#                              # weighted by their mistakes; the paper's "PAFE-c" (combine)
+#                              # or "PAFE-s" (follow one model); or a paper baseline:
 #                              # "RPA-u", "RPA-f", "NPA-d", "NPA-r"
 # ridge = 1.0                  # ridge penalty of the maps between old and new channels
 # overlap_min = 5              # messages with both sets before a vanishing set is a replacement
@@ -498,7 +500,7 @@ seed = 0                       # query decisions are reproducible per stream
 # max_old = 32                 # most old / new channels the maps cover; with max_old =
 # max_new = 32                 #   max_new = m the maps take about 48 m^2 bytes (48 KiB at 32)
 # horizon = ...                # omitted: doubling trick (the length of a period is unknown)
-# learn_intercept = false
+# learn_intercept = true       # false: the paper's models, without an intercept
 # standardize = true
 #
 # For active_arow (binary or multiclass), with their defaults; capacity, evict_after,

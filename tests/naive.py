@@ -434,6 +434,11 @@ def clipped_hinge(y, f):
     return min(1.0, max(0.0, 1.0 - y * f))
 
 
+def mistake(y, f):
+    """Whether margin f (0 predicts negative) gets label y (+1/-1) wrong."""
+    return float((1.0 if f > 0 else -1.0) != y)
+
+
 def eta_combination(T):
     return math.sqrt(8.0 * math.log(2.0) / T)
 

@@ -137,6 +137,7 @@ def test_ensemble_kernels_match():
     for _ in range(200):
         y, f = rng.choice([-1.0, 1.0]), rng.normal() * 2
         assert K.clipped_hinge(y, f) == naive.clipped_hinge(y, f)
+        assert K.mistake(y, f) == naive.mistake(y, f)
         T = float(rng.integers(2, 10_000))
         assert K.eta_combination(T) == pytest.approx(naive.eta_combination(T), rel=1e-14)
         assert K.eta_selection(T) == pytest.approx(naive.eta_selection(T), rel=1e-12)
@@ -148,6 +149,7 @@ def test_ensemble_kernels_match():
         got = a.copy()
         K.fixed_share_update(got, l1, l2, eta, 1.0 / (T - 1))
         np.testing.assert_allclose(got, naive.fixed_share_update(a, l1, l2, eta, 1.0 / (T - 1)), rtol=1e-13)
+    assert [K.mistake(y, 0.0) for y in (-1.0, 1.0)] == [0.0, 1.0]  # a zero margin predicts negative
     for t in range(1, 70):
         assert K.doubling_horizon(t, 0) == naive.doubling_horizon(t, 0)
         assert K.doubling_horizon(t, 37) == 37.0
@@ -184,7 +186,7 @@ def run(model, Z, y, names, watch=()):
     for x, label in iter_array(Z, y, names):
         d = model.decide_one(x)
         correct.append(d.label == label)
-        phases.append(model.phase)
+        phases.append(getattr(model, "phase", None))  # PA has no phases
         model.learn(d.slots, d.z, label)
     return np.array(correct), phases
 
@@ -279,36 +281,107 @@ def margins_at_first_period_two_instance(variant, **params):
 
 
 def test_w2_starts_as_the_old_model_through_the_map():
-    model, (f1, f2), d = margins_at_first_period_two_instance("NPA-d")
+    model, (f1, f2, _), d = margins_at_first_period_two_instance("NPA-d")
     # w2 = M1^T w1[S1] plus the S2 weights w1 learned over the overlap (still in w1).
     overlap_part = float(np.dot(model.w1[d.slots], d.z))
     assert f2 == pytest.approx(f1 + overlap_part, rel=1e-9, abs=1e-12) and f1 != 0.0 and overlap_part != 0.0
     assert d.score == f2
     assert model.b2[0] == model.b1[0] != 0.0
-    model, (f1, f2), d = margins_at_first_period_two_instance("NPA-r")
+    model, (f1, f2, _), d = margins_at_first_period_two_instance("NPA-r")
     assert f2 == 0.0 and f1 != 0.0 and not model.w2.any()
-    model, (f1, f2), d = margins_at_first_period_two_instance("PAFE-c")
-    assert d.score == pytest.approx(0.5 * f1 + 0.5 * f2, rel=1e-12)
+    model, (f1, f2, f3), d = margins_at_first_period_two_instance("PAFE-c")
+    assert d.score == pytest.approx(0.5 * f1 + 0.5 * f2, rel=1e-12) and f3 == 0.0
+    # PAFE-h: the mapped model and the fresh one, equal weights; f1 is not used.
+    model, (f1, f2_h, f3), d = margins_at_first_period_two_instance("PAFE-h")
+    assert f1 == 0.0 and f2_h == pytest.approx(f2, rel=1e-12) and f3 != 0.0
+    assert d.score == pytest.approx(0.5 * f2 + 0.5 * f3, rel=1e-12)
+    assert model.ensemble_weights == (0.0, 0.5, 0.5)
 
 
 def test_baselines_update_what_the_paper_says():
     Z, y, names, _ = evolving(t1=600, overlap=10, noise=0.3)
     final = {}
-    for variant in ("RPA-u", "RPA-f", "NPA-d", "NPA-r", "PAFE-c"):
-        model = PAFE(C=0.1, variant=variant)
+    for variant in ("RPA-u", "RPA-f", "NPA-d", "NPA-r", "PAFE-c", "PAFE-h"):
+        model = PAFE(C=0.1, variant=variant, learn_intercept=False)
         stream = list(iter_array(Z, y, names))
         for x, label in stream[:601]:
             model.learn_one(x, label)
-        w1, w2 = model.w1.copy(), model.w2.copy()
+        w1, w2, w3 = model.w1.copy(), model.w2.copy(), model.w3.copy()
         for x, label in stream[601:]:
             model.learn_one(x, label)
-        final[variant] = (np.array_equal(model.w1, w1), np.array_equal(model.w2, w2), model.ensemble_weights)
+        final[variant] = (np.array_equal(model.w1, w1), np.array_equal(model.w2, w2), model.ensemble_weights,
+                          np.array_equal(model.w3, w3))
     assert final["RPA-u"][:2] == (False, True)   # w1 learns on recovered channels
     assert final["RPA-f"][:2] == (True, True)    # nothing learns
     assert final["NPA-d"][:2] == (True, False)   # only w2 learns
     assert final["NPA-r"][:2] == (True, False)
     assert final["PAFE-c"][:2] == (False, False)
     assert final["PAFE-c"][2] != (0.5, 0.5) and final["RPA-u"][2] == (0.5, 0.5)
+    assert final["PAFE-h"][:2] == (True, False) and not final["PAFE-h"][3]  # w2 and w3 learn
+    assert final["PAFE-h"][2][0] == 0.0 and final["PAFE-h"][2] != (0.0, 0.5, 0.5)
+    assert all(final[v][3] for v in ("RPA-u", "NPA-d", "PAFE-c"))  # the others have no w3
+
+
+def test_pafe_h_fresh_member_is_a_pa_i_on_the_new_channels_alone():
+    """f3 is, weight for weight, a PA-I fed the new channels only, from the
+    first instance that carries them: the reference the defaults must beat."""
+    Z, y, names, _ = evolving(n=900, t1=600, overlap=10, noise=0.3)
+    model = PAFE(C=0.05, variant="PAFE-h")
+    fresh = PA(C=0.05, mode=1, learn_intercept=True)
+    new = names[4:]
+    checked = 0
+    for t, (x, label) in enumerate(iter_array(Z, y, names)):
+        d = model.decide_one(x)
+        if t >= 590:  # the new channels' first instance
+            xf = {k: v for k, v in x.items() if k in new}
+            df = fresh.decide_one(xf)
+            if t >= 600:
+                assert model._margins(d.slots, d.z)[2] == pytest.approx(df.score, rel=1e-12, abs=1e-14)
+            fresh.learn(df.slots, df.z, label)
+        model.learn(d.slots, d.z, label)
+        if t >= 590:
+            for name in new:
+                assert model.w3[model.channels.slot_of(name)] == pytest.approx(
+                    fresh.w[fresh.channels.slot_of(name)], rel=1e-12, abs=1e-14)
+            assert model.b3[0] == pytest.approx(fresh.intercept[0], rel=1e-12, abs=1e-14)
+            checked += 1
+    assert checked == 310 and model.phase == "evolved" and np.abs(model.w3).sum() > 0
+
+
+def test_defaults_move_their_weight_to_the_fresh_model_when_the_mapped_one_is_wrong():
+    """The new channels copy the old ones, but the concept flips with the
+    replacement: the mapped model starts from the wrong weights, the fresh
+    PA-I from zero, and the combination follows the fresh one."""
+    rng = np.random.default_rng(12)
+    n, t1 = 3000, 1000
+    X = rng.normal(size=(n, 3))
+    y = np.where(np.arange(n) < t1, 1.0, -1.0) * (X[:, 0] - X[:, 1]) > 0
+    Z = np.full((n, 6), np.nan)
+    Z[:t1, :3] = X[:t1]
+    Z[t1 - 30 :, 3:] = X[t1 - 30 :] + 0.01 * rng.normal(size=(n - t1 + 30, 3))
+    model = PAFE()
+    assert model.variant == "PAFE-h" and model.learn_intercept
+    correct, phases = run(model, Z, y, ["a0", "a1", "a2", "b0", "b1", "b2"])
+    a1, a2, a3 = model.ensemble_weights
+    assert phases[-1] == "evolved" and a1 == 0.0 and a3 > 0.9 > a2 and a2 + a3 == pytest.approx(1.0)
+    fresh, _ = run(PA(), Z[t1 - 30 :, 3:], y[t1 - 30 :], ["b0", "b1", "b2"])
+    assert correct[t1:].mean() >= fresh[30:].mean() - 0.01 and correct[-1000:].mean() > 0.95
+
+
+def test_a_checkpoint_from_before_pafe_h_loads():
+    """States saved before PAFE-h had no fresh model and two weights."""
+    Z, y, names, _ = evolving(n=700, t1=600, overlap=10)
+    model = PAFE(C=0.1, variant="PAFE-c")
+    for x, label in iter_array(Z, y, names):
+        model.learn_one(x, label)
+    state = model.to_state()
+    for name in ("w3", "b3"):
+        del state["learned"][name]
+    state["learned"]["a"] = state["learned"]["a"][:2]
+    restored = edgelearn.from_state(checkpoint.loads(checkpoint.dumps(state)))
+    assert restored.ensemble_weights == model.ensemble_weights and restored.phase == "evolved"
+    probe = dict(zip(names[4:], Z[-1, 4:]))
+    assert restored.decide_one(probe).score == model.decide_one(probe).score
 
 
 def test_combination_moves_weight_to_the_better_model():
@@ -324,7 +397,7 @@ def test_combination_moves_weight_to_the_better_model():
     Z[t1 - 20 :, 3:5] = X[t1 - 20 :, :2]
     Z[t1 - 20 :, 5] = extra[t1 - 20 :]
     for variant in ("PAFE-c", "PAFE-s"):
-        model = PAFE(C=0.1, variant=variant)
+        model = PAFE(C=0.1, variant=variant, learn_intercept=False)
         correct, _ = run(model, Z, y, ["a0", "a1", "a2", "b0", "b1", "b2"])
         a1, a2 = model.ensemble_weights
         assert a2 > 0.9 > a1 and a1 + a2 == pytest.approx(1.0)
@@ -343,7 +416,7 @@ def test_a_gap_in_the_old_set_is_not_a_replacement():
         if t >= 150:
             x.update(c=v[0] + v[1], d=v[2])
         model.learn_one(x, v[0] > 0)
-        phases.append(model.phase)
+        phases.append(getattr(model, "phase", None))  # PA has no phases
     assert phases[149] == "stable" and phases[150] == "overlap"
     assert set(phases[200:210]) == {"evolved"}
     # Back to the overlap; after 150 instances with both sets, c and d are
@@ -404,8 +477,8 @@ def test_without_a_replacement_pattern_it_stays_within_one_percent_of_pa_i(strea
         X, y = markov_stream(6000, 9)
     names = [f"ch{j}" for j in range(X.shape[1])]
     pa = prequential(PA(C=0.1, mode=1, learn_intercept=False), iter_array(X, y, names), active=False)
-    for variant in ("PAFE-c", "PAFE-s"):
-        model = PAFE(C=0.1, variant=variant)
+    for variant in ("PAFE-h", "PAFE-c", "PAFE-s"):
+        model = PAFE(C=0.1, variant=variant, learn_intercept=False)
         result = prequential(model, iter_array(X, y, names), active=False)
         assert abs(result.accuracy - pa.accuracy) <= 0.01, (variant, result.accuracy, pa.accuracy)
 
@@ -413,7 +486,7 @@ def test_without_a_replacement_pattern_it_stays_within_one_percent_of_pa_i(strea
 # -- state ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", ["PAFE-c", "PAFE-s"])
+@pytest.mark.parametrize("variant", ["PAFE-h", "PAFE-c", "PAFE-s"])
 @pytest.mark.parametrize("cut", [300, 595, 605, 900])
 def test_state_round_trip_is_exact_in_every_phase(variant, cut):
     Z, y, names, _ = evolving(n=1200, t1=600, overlap=10, noise=0.2)
@@ -445,7 +518,7 @@ def test_state_round_trip_is_exact_in_every_phase(variant, cut):
 def test_memory_budget_matches_its_formula():
     model = PAFE(max_old=5, max_new=7, capacity=40)
     side = 7
-    expected = 8 * (25 + 49 + 3 * 35 + side * side + 4 * (5 + 7)) + 4 * 12 + 46 * 40 + 96
+    expected = 8 * (25 + 49 + 3 * 35 + side * side + 4 * (5 + 7)) + 4 * 12 + 54 * 40 + 112
     expected += 2 * 64  # its two labels
     assert model.memory_bytes() == expected + model.channels.memory_bytes()
 

@@ -1,16 +1,18 @@
 """Smoke tests of tools/results_pafe.py and tools/results_synthesis.py on tiny
 slices of their protocols."""
 
+import json
 import re
 
 import numpy as np
 
+import pytest
 from results_pages import decimals, load_tool, row, sections
 
 
 def test_results_pafe_on_a_slice(tmp_path, capsys):
     script = load_tool("results_pafe")
-    out = tmp_path / "pafe.md"
+    out = tmp_path / "docs" / "results-pafe.md"
     argv = ["--tasks", "pima", "--runs", "2", "--long-overlap", "30", "--occupancy-rows", "3000",
             "--out", str(out)]
     assert script.main(argv) == 0
@@ -20,11 +22,29 @@ def test_results_pafe_on_a_slice(tmp_path, capsys):
     values = decimals(row(page["Accuracy over period 2"], "pima"))
     assert len(values) == 2 * len(script.METHODS) and all(0.0 <= v <= 1.0 for v in values)
     assert len(decimals(row(page["Not told T2 (doubling trick)"], "pima"))) == 4
-    assert len(decimals(row(page["Beyond the paper: an overlap of 30 rows"], "pima"))) == 2 * len(script.LONG)
+    assert len(decimals(row(page["Beyond the paper: an overlap of 30 rows"], "pima"))) == 2 * len(script.LONG + script.DEFAULT_ROWS)
     occupancy = page["Occupancy: one sensor set replaced by another"]
     for method in script.OCCUPANCY_METHODS:
         assert len(decimals(row(occupancy, method))) == 2 * 4  # whole period and 3 windows
+    defaults = page["PAFE at its defaults against a fresh PA-I"]
+    values = decimals(row(defaults, "pima"))
+    assert len(values) == 2 * len(script.DEFAULT_ROWS) + len(script.FRESH_METHODS)
+    gaps = values[-2:]
+    assert [abs(g) for g in gaps] == pytest.approx([abs(values[0] - values[2]), abs(values[0] - values[4])], abs=1.5e-3)
+    for gap, cell in zip(gaps, row(defaults, "pima").split("|")[-3:-1]):
+        assert ("**not met**" in cell) == (cell.strip().split()[-1].startswith("-"))
     verdict = page["Verdict"]
+    assert len(re.findall(r"Aim: PAFE at its defaults never loses", verdict)) == 2
+    assert re.search(r"PAFE \(defaults\) [\d.]+ µs \([\d.]+×\)", verdict)
+    # The headline rows beside the page, for the leaderboard.
+    summary = json.loads((tmp_path / "docs" / "data" / "results-pafe.json").read_text(encoding="utf-8"))
+    assert summary["page"] == "docs/results-pafe.md" and summary["command"] == f"python tools/results_pafe.py {' '.join(argv)}"
+    learners = {(r["protocol"].split(";")[0], r["learner"]) for r in summary["rows"]}
+    assert len(learners) == len(summary["rows"])
+    for name in (script.DEFAULTS, "PAFE-c", "PA-I", script.FRESH):
+        assert any(learner == name for _, learner in learners)
+    main_rows = [r for r in summary["rows"] if "10-row overlap" in r["protocol"]]
+    assert all(0 < r["metrics"]["accuracy"] <= 1 and r["cpu_us_per_instance"] > 0 for r in main_rows)
     assert re.search(r"found the overlap at row T1 - 10 and the second period at row T1 in \d of 2 runs", verdict)
     assert "pima" in capsys.readouterr().err
 

@@ -204,6 +204,13 @@ def clipped_hinge(y, f):
 
 
 @jit
+def mistake(y, f):
+    """1 if margin ``f`` predicts the wrong side of label ``y`` (+-1), else 0;
+    a margin of exactly 0 predicts the negative side."""
+    return 1.0 if (f > 0.0) != (y > 0.0) else 0.0
+
+
+@jit
 def eta_combination(T):
     """Learning rate of the exponentially weighted combination for horizon T."""
     return math.sqrt(8.0 * math.log(2.0) / T)
