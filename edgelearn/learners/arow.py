@@ -132,6 +132,7 @@ class ActiveAROW(Learner):
         "threshold": Interval(float, K.THRESHOLD_MIN, K.THRESHOLD_MAX),
         "budget_gain": Interval(float, 0, None, closed="right"),
         "learn_intercept": Boolean(),
+        "variance_floor": Interval(float, 0, _PRIOR_VAR, closed="left"),
         "n_classes": Interval(int, 2, None),
         "capacity": Interval(int, 1, None),
         "evict_after": Interval(int, 1, None),
@@ -140,12 +141,13 @@ class ActiveAROW(Learner):
 
     def __init__(
         self,
-        r: float = 30.0,
+        r: float = 50.0,
         query_power: float = 5.0,
         target_query_rate: float | None = 0.2,
         threshold: float = 1.0,
         budget_gain: float = 0.5,
         learn_intercept: bool = True,
+        variance_floor: float = 0.3,
         n_classes: int = 2,
         capacity: int = 256,
         evict_after: int = 1000,
@@ -165,6 +167,7 @@ class ActiveAROW(Learner):
         self._current_threshold = float(threshold)
         self._init_targets(n_classes)
         self._r = float(r)
+        self._floor = float(variance_floor)
         self._u = 0.0  # the last scored instance's |margin| / sd, for _ask
 
     @property
@@ -215,10 +218,11 @@ class ActiveAROW(Learner):
         (from :meth:`decide_one`), with the model as it is now."""
         k = len(slots)
         if self.binary:
-            K.learn_row(slots, z, k, self.targets.sign(y), self.W, self.S, self.b, self.Sb, 0, self._r)
+            K.learn_row(slots, z, k, self.targets.sign(y), self.W, self.S, self.b, self.Sb, 0, self._r, self._floor)
         else:
             c = self.targets.index(y)
-            K.learn_multiclass(slots, z, k, c, len(self.targets.labels), self.W, self.S, self.b, self.Sb, self._r)
+            K.learn_multiclass(slots, z, k, c, len(self.targets.labels), self.W, self.S, self.b, self.Sb, self._r,
+                               self._floor)
 
     def _forget_slot(self, slot: int) -> None:
         K.forget_slot(slot, self.W, self.S, _PRIOR_VAR)
