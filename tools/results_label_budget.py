@@ -382,7 +382,8 @@ def render(summaries, verdict, discounts, args, argv, wall) -> str:
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; "
         f"`{platform.platform()}`, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"NumPy {np.__version__}, numba {numba.__version__}, river {river.__version__}; "
-        f"{args.jobs} run(s) at a time, {wall:.0f} s wall clock (cached runs are not rerun).",
+        f"{args.jobs} run(s) at a time, {wall:.0f} s wall clock (cached runs are not rerun); "
+        f"load average {' / '.join(f'{v:.1f}' for v in os.getloadavg())} (1 / 5 / 15 min) when it was written.",
         "",
         "## Verdict",
         "",
