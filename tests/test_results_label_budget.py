@@ -74,3 +74,24 @@ def test_haphazard_stream_keeps_three_quarters_of_the_features():
     # rows are shuffled with their labels
     rows = (np.nanmax(Xr, axis=1) // 20).astype(int)
     np.testing.assert_array_equal(yr, rows % 2 == 0)
+
+
+def test_default_kind_follows_the_committed_pages_verdict():
+    # The page computes the verdict from its numbers; DEFAULT_KIND must agree with it,
+    # and the leaderboard's rows beside it must be the page's.
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "results-label-budget.md").read_text(encoding="utf-8")
+    verdict = sections(text, level=None)["Verdict"]
+    met = "**The aim is met**" in verdict
+    assert met or "**The aim is not met**" in verdict
+    assert edgelearn.DEFAULT_KIND == ("active_arow" if met else "paacds")
+    assert "(they agree)" in verdict
+    summary = json.loads((root / "docs" / "data" / "results-label-budget.json").read_text(encoding="utf-8"))
+    assert summary["page"] == "docs/results-label-budget.md"
+    assert summary["command"] in text
+    ours = [r for r in summary["rows"] if r["learner"] == "ActiveAROW"]
+    assert len(ours) == 2
+    means = decimals(row(sections(text, level=None)["F1"], "**mean over 13 tasks**"))
+    assert 100 * ours[1]["metrics"]["f1"] == pytest.approx(means[0], abs=0.051)
