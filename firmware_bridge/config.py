@@ -505,11 +505,12 @@ seed = 0                       # query decisions are reproducible per stream
 #
 # For active_arow (binary or multiclass), with their defaults; capacity, evict_after,
 # seed and target_query_rate as above (its own default target_query_rate is 0.2):
-# r = 30.0                     # AROW regularization: larger, smaller and more cautious steps
+# r = 50.0                     # AROW regularization: larger, smaller and more cautious steps
 # query_power = 5.0            # sharpness of the query rule (1: Cesa-Bianchi et al.'s)
 # threshold = 1.0              # initial query threshold in standard deviations of the margin
 # budget_gain = 0.5            # speed of the target_query_rate control
 # learn_intercept = true
+# variance_floor = 0.3         # no weight's variance falls below this: follows drift
 # n_classes = 2                # 2: binary labels true/false; more: multiclass
 #
 # For synthesis_nb, with their defaults; capacity, evict_after and seed as above:

@@ -891,10 +891,11 @@ def arow_margin_variance(slots, z, model, row):
     return m, var
 
 
-def arow_learn_row(slots, z, y, model, row, r):
+def arow_learn_row(slots, z, y, model, row, r, floor=0.0):
     """AROW's update with the full covariance restricted to its diagonal:
     with x = (z, 1) and Sigma = diag(S, Sb), ``mu += alpha y Sigma x`` and
-    ``Sigma -= beta Sigma x x' Sigma`` keeping only the diagonal."""
+    ``Sigma -= beta Sigma x x' Sigma`` keeping only the diagonal, each moved
+    variance kept at ``floor`` or above."""
     model = _copy(model)
     m, v = arow_margin_variance(slots, z, model, row)
     if y * m >= 1.0:
@@ -904,18 +905,18 @@ def arow_learn_row(slots, z, y, model, row, r):
     for s, x in zip(slots, z):
         sigma_x = model["S"][row, s] * x
         model["W"][row, s] += alpha * y * sigma_x
-        model["S"][row, s] -= beta * sigma_x**2
+        model["S"][row, s] = max(model["S"][row, s] - beta * sigma_x**2, floor)
     if model["Sb"][row] > 0.0:
         model["b"][row] += alpha * y * model["Sb"][row]
-        model["Sb"][row] -= beta * model["Sb"][row] ** 2
+        model["Sb"][row] = max(model["Sb"][row] - beta * model["Sb"][row] ** 2, floor)
     return model, True
 
 
-def arow_learn_multiclass(slots, z, c, n_known, model, r):
+def arow_learn_multiclass(slots, z, c, n_known, model, r, floor=0.0):
     """One-vs-rest: class c's row learns +1, the other known rows -1."""
     changed = False
     for row in range(n_known):
-        model, moved = arow_learn_row(slots, z, 1.0 if row == c else -1.0, model, row, r)
+        model, moved = arow_learn_row(slots, z, 1.0 if row == c else -1.0, model, row, r, floor)
         changed = changed or moved
     return model, changed
 

@@ -62,12 +62,15 @@ def test_learn_row_matches(seed):
     slots, z = instance(rng, 10, int(rng.integers(0, 7)))
     y = 1.0 if seed % 2 else -1.0
     r = float(rng.choice([0.1, 1.0, 30.0]))
-    expected, moved = naive.arow_learn_row(slots, z, y, model, 0, r)
+    floor = [0.0, 0.05, 0.5][seed % 3]
+    expected, moved = naive.arow_learn_row(slots, z, y, model, 0, r, floor)
     got = {k: v.copy() for k, v in model.items()}
-    assert K.learn_row(slots, z, len(slots), y, got["W"], got["S"], got["b"], got["Sb"], 0, r) == moved
+    assert K.learn_row(slots, z, len(slots), y, got["W"], got["S"], got["b"], got["Sb"], 0, r, floor) == moved
     assert_model(got, expected)
-    # Variances only shrink, and stay positive.
-    assert np.all(got["S"] > 0) and np.all(got["S"] <= model["S"])
+    # Variances only shrink, stay positive, and a moved one stays at the floor or above.
+    assert np.all(got["S"] > 0) and np.all(got["S"] <= np.maximum(model["S"], floor))
+    if moved:
+        assert np.all(got["S"][0, slots] >= floor) and (got["Sb"][0] == 0 or got["Sb"][0] >= floor)
 
 
 def test_learn_row_is_passive_beyond_margin_one_and_keeps_absent_channels():
@@ -77,14 +80,14 @@ def test_learn_row_is_passive_beyond_margin_one_and_keeps_absent_channels():
     Sb = np.ones(1)
     slots = np.array([0, 2], dtype=np.int32)
     z = np.array([1.0, -2.0])
-    assert K.learn_row(slots, z, 2, 1.0, W, S, b, Sb, 0, 1.0)
+    assert K.learn_row(slots, z, 2, 1.0, W, S, b, Sb, 0, 1.0, 0.0)
     # absent channels 1 and 3 keep their mean and variance
     assert W[0, 1] == W[0, 3] == 0.0 and S[0, 1] == S[0, 3] == 1.0
     # a new channel (variance 1) moved further than it would with a small variance
     assert abs(W[0, 2]) > abs(W[0, 0]) > 0
     W[0, :] = [5.0, 0.0, -5.0, 0.0]
     before = (W.copy(), S.copy(), b.copy(), Sb.copy())
-    assert not K.learn_row(slots, z, 2, 1.0, W, S, b, Sb, 0, 1.0)
+    assert not K.learn_row(slots, z, 2, 1.0, W, S, b, Sb, 0, 1.0, 0.0)
     for got, old in zip((W, S, b, Sb), before):
         np.testing.assert_array_equal(got, old)
 
@@ -98,9 +101,11 @@ def test_learn_multiclass_matches(seed):
     slots, z = instance(rng, 9, int(rng.integers(1, 7)))
     n_known = int(rng.integers(1, rows + 1))
     c = int(rng.integers(0, n_known))
-    expected, moved = naive.arow_learn_multiclass(slots, z, c, n_known, model, 2.0)
+    floor = 0.1 * (seed % 2)
+    expected, moved = naive.arow_learn_multiclass(slots, z, c, n_known, model, 2.0, floor)
     got = {k: v.copy() for k, v in model.items()}
-    assert K.learn_multiclass(slots, z, len(slots), c, n_known, got["W"], got["S"], got["b"], got["Sb"], 2.0) == moved
+    assert K.learn_multiclass(slots, z, len(slots), c, n_known, got["W"], got["S"], got["b"], got["Sb"], 2.0,
+                              floor) == moved
     assert_model(got, expected)
     # rows of classes not yet seen are left alone
     np.testing.assert_array_equal(got["W"][n_known:], model["W"][n_known:])
@@ -261,7 +266,7 @@ def test_make_learner_kind_and_default():
 
 @pytest.mark.parametrize("param,value,error", [
     ("r", 0, ValueError), ("r", "1", TypeError), ("query_power", -1.0, ValueError),
-    ("target_query_rate", 1.5, ValueError), ("threshold", 0.0, ValueError), ("budget_gain", True, TypeError),
+    ("target_query_rate", 1.5, ValueError), ("variance_floor", 1.0, ValueError), ("variance_floor", -0.1, ValueError), ("threshold", 0.0, ValueError), ("budget_gain", True, TypeError),
     ("learn_intercept", 1, TypeError), ("n_classes", 1, ValueError), ("capacity", 0, ValueError),
     ("evict_after", 0, ValueError), ("seed", -1, ValueError),
 ])

@@ -4,6 +4,8 @@ tasks, one seed per protocol, a short discount search)."""
 import json
 import re
 
+import pytest
+
 import edgelearn
 from results_pages import cells, decimals, load_tool, row, sections
 
@@ -32,6 +34,21 @@ def test_tiny_run_writes_the_page_and_reuses_its_cache(tmp_path, capsys, monkeyp
         for label in ("spect", "ionosphere", "**mean over 2 tasks**"):
             values = decimals(row(section, label))[:4]
             assert len(values) == 4 and all(0.0 <= v <= 100.0 for v in values), (title, label, values)
+    # The headline rows for the leaderboard, beside the page, agree with its mean rows.
+    summary = json.loads((tmp_path / "docs" / "data" / "page.json").read_text())
+    assert summary["command"] == f"python tools/results_label_budget.py {' '.join(argv)}"
+    by_key = {(r["protocol"].split(",")[1].split("(")[0].strip(), r["learner"]): r for r in summary["rows"]}
+    assert {learner for _, learner in by_key} == {"ActiveAROW", "River EntropySampler", "River LR (all labels)", "PAACDS"}
+    assert len(summary["rows"]) == 8
+    for title, metric in (("F1", "f1"), ("accuracy", "accuracy"), ("balanced accuracy", "balanced_accuracy")):
+        # page[title] is the last protocol's table: haphazard inputs
+        means = decimals(row(page[title], "**mean over 2 tasks**"))[:4]
+        for learner, value in zip(("ActiveAROW", "River EntropySampler", "River LR (all labels)", "PAACDS"), means):
+            assert 100 * by_key[("haphazard inputs", learner)]["metrics"][metric] == pytest.approx(value, abs=0.051)
+    assert by_key[("haphazard inputs", "River LR (all labels)")]["label_rate"] == 1.0
+    assert by_key[("haphazard inputs", "River LR (all labels)")]["library"] == "river"
+    assert by_key[("haphazard inputs", "ActiveAROW")]["cpu_us_per_instance"] > 0
+
     rates = cells(row(page["query rate"], "spect"))
     assert float(rates[2]) == 100.0  # River LR learns every label
     assert 10.0 < float(rates[0]) < 30.0  # ActiveAROW holds about 20%
@@ -57,3 +74,24 @@ def test_haphazard_stream_keeps_three_quarters_of_the_features():
     # rows are shuffled with their labels
     rows = (np.nanmax(Xr, axis=1) // 20).astype(int)
     np.testing.assert_array_equal(yr, rows % 2 == 0)
+
+
+def test_default_kind_follows_the_committed_pages_verdict():
+    # The page computes the verdict from its numbers; DEFAULT_KIND must agree with it,
+    # and the leaderboard's rows beside it must be the page's.
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "results-label-budget.md").read_text(encoding="utf-8")
+    verdict = sections(text, level=None)["Verdict"]
+    met = "**The aim is met**" in verdict
+    assert met or "**The aim is not met**" in verdict
+    assert edgelearn.DEFAULT_KIND == ("active_arow" if met else "paacds")
+    assert "(they agree)" in verdict
+    summary = json.loads((root / "docs" / "data" / "results-label-budget.json").read_text(encoding="utf-8"))
+    assert summary["page"] == "docs/results-label-budget.md"
+    assert summary["command"] in text
+    ours = [r for r in summary["rows"] if r["learner"] == "ActiveAROW"]
+    assert len(ours) == 2
+    means = decimals(row(sections(text, level=None)["F1"], "**mean over 13 tasks**"))
+    assert 100 * ours[1]["metrics"]["f1"] == pytest.approx(means[0], abs=0.051)

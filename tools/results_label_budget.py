@@ -18,7 +18,7 @@ absent dict key.  The verdict, and the default learner kind it implies, are
 computed from the numbers.
 
 Tuning uses seeds 1000 and up only, which the page never reports:
-``--tune`` searches ActiveAROW's ``r`` and ``query_power``; River's
+``--tune`` searches ActiveAROW's ``r``, ``query_power`` and ``variance_floor``; River's
 ``discount_factor`` is searched per (protocol, task) for a 20% query rate.
 
 Run from the repository root::
@@ -61,8 +61,10 @@ from edgelearn.streams import iter_array
 
 TASKS = PAACDS_TASKS + ("occupancy",)
 PROTOCOLS = {
-    "paacds": {"seeds": tuple(range(10)), "title": "PAACDS protocol (each instance drops U[0, 0.5] of its features)"},
-    "haphazard": {"seeds": tuple(range(5)), "title": "Haphazard inputs (each feature present with probability 0.75)"},
+    "paacds": {"seeds": tuple(range(10)), "title": "PAACDS protocol (each instance drops U[0, 0.5] of its features)",
+               "short": "PAACDS protocol"},
+    "haphazard": {"seeds": tuple(range(5)), "title": "Haphazard inputs (each feature present with probability 0.75)",
+                  "short": "haphazard inputs"},
 }
 TUNE_SEEDS = (1000, 1001, 1002)
 DISCOUNT_SEED = 1000  # the stream River's discount_factor is tuned on, per protocol and task
@@ -81,15 +83,21 @@ METRICS = ("f1", "accuracy", "balanced_accuracy", "query_rate")
 METRIC_NAMES = {"f1": "F1", "accuracy": "accuracy", "balanced_accuracy": "balanced accuracy",
                 "query_rate": "query rate"}
 #: ActiveAROW's parameters searched by --tune.
-TUNE_GRID = {"r": (10.0, 30.0, 100.0), "query_power": (1.0, 3.0, 5.0)}
+TUNE_GRID = {"r": (30.0, 50.0, 80.0), "query_power": (5.0, 8.0), "variance_floor": (0.0, 0.3)}
 
 
-def _load_results_paacds():
-    path = Path(__file__).resolve().with_name("results_paacds.py")
-    spec = importlib.util.spec_from_file_location("_results_paacds", path)
+@functools.lru_cache(maxsize=None)
+def _load_sibling(name: str):
+    """A module of tools/ by file name (tools/ is not a package)."""
+    path = Path(__file__).resolve().with_name(f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _load_results_paacds():
+    return _load_sibling("results_paacds")
 
 
 # -- streams ------------------------------------------------------------------
@@ -334,6 +342,26 @@ def default_kind_for(met: bool) -> str:
     return "active_arow" if met else "paacds"
 
 
+def headline_rows(summaries: dict, args) -> list[dict]:
+    """One row per learner per protocol for ``tools/summaries.py``: the page's
+    mean F1, accuracy and balanced accuracy (fractions), label rate and CPU
+    time per instance."""
+    rows = []
+    for protocol, summary in summaries.items():
+        seeds = _seeds(args, protocol)
+        name = f"label budget 20%, {PROTOCOLS[protocol]['short']} ({len(args.tasks)} binary tasks, seeds {seeds})"
+        for method, result in summary.items():
+            rows.append({
+                "protocol": name,
+                "learner": method,
+                "library": "river" if method.startswith("River") else "edgelearn",
+                "metrics": {m: result[m]["mean"] for m in ("f1", "accuracy", "balanced_accuracy")},
+                "label_rate": result["query_rate"]["mean"],
+                "cpu_us_per_instance": 1e6 * result["seconds"]["mean"] / result["n"]["mean"],
+            })
+    return rows
+
+
 # -- the page -------------------------------------------------------------------------
 
 
@@ -354,7 +382,8 @@ def render(summaries, verdict, discounts, args, argv, wall) -> str:
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; "
         f"`{platform.platform()}`, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"NumPy {np.__version__}, numba {numba.__version__}, river {river.__version__}; "
-        f"{args.jobs} run(s) at a time, {wall:.0f} s wall clock (cached runs are not rerun).",
+        f"{args.jobs} run(s) at a time, {wall:.0f} s wall clock (cached runs are not rerun); "
+        f"load average {' / '.join(f'{v:.1f}' for v in os.getloadavg())} (1 / 5 / 15 min) when it was written.",
         "",
         "## Verdict",
         "",
@@ -473,7 +502,7 @@ def parse_args(argv):
     parser.add_argument("--discount-steps", type=int, default=12,
                         help="bisection steps of the search for River's discount_factor (default: 12)")
     parser.add_argument("--tune", action="store_true",
-                        help="search ActiveAROW's r and query_power on seeds %s and print the table "
+                        help="search ActiveAROW's r, query_power and variance_floor on seeds %s and print the table "
                              "instead of writing the page" % ", ".join(map(str, TUNE_SEEDS)))
     args = parser.parse_args(argv)
     if args.jobs < 1:
@@ -491,7 +520,7 @@ def tune(args, cache_path):
     grid = [dict(zip(TUNE_GRID, values)) for values in itertools.product(*TUNE_GRID.values())]
     units = [(p, t, s, OURS, frozen(params)) for params in grid for p in PROTOCOLS for t in args.tasks for s in TUNE_SEEDS]
     results = run(units, args.jobs, cache_path, label="tune ")
-    print("| r | query_power | " + " | ".join(f"{p} F1 | {p} accuracy | {p} query rate" for p in PROTOCOLS)
+    print("| " + " | ".join(TUNE_GRID) + " | " + " | ".join(f"{p} F1 | {p} accuracy | {p} query rate" for p in PROTOCOLS)
           + " | score |")
     scored = []
     for params in grid:
@@ -505,7 +534,8 @@ def tune(args, cache_path):
             rate = np.mean([results[(p, t, s, OURS, frozen(params))]["query_rate"] for t in args.tasks for s in TUNE_SEEDS])
             cells.append(_pct(rate))
         scored.append((score, params))
-        print(f"| {params['r']:g} | {params['query_power']:g} | " + " | ".join(cells) + f" | {_pct(score)} |")
+        print("| " + " | ".join(f"{params[name]:g}" for name in TUNE_GRID) + " | " + " | ".join(cells)
+              + f" | {_pct(score)} |")
     score, params = max(scored, key=lambda sp: sp[0])
     print(f"best: {params} (mean of F1 and accuracy over both protocols {_pct(score)})")
     return 0
@@ -532,6 +562,11 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
+    command = "python tools/results_label_budget.py" + ("" if not argv else " " + shlex.join(argv))
+    # The headline rows beside the page: docs/data/<stem>.json of the repository the page is in.
+    root = out.parent.parent if out.parent.name == "docs" else out.parent
+    summary = _load_sibling("summaries").write_summary(out.stem, command, headline_rows(summaries, args), root)
+    print(f"wrote {summary}", file=sys.stderr)
     print(f"wrote {out}: aim {'met' if verdict['met'] else 'not met'}", file=sys.stderr)
     return 0
 

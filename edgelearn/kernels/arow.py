@@ -6,8 +6,8 @@ binary model, ``n_classes`` otherwise):
 
 * ``W[rows, capacity]`` the mean of the Gaussian belief over the weights;
 * ``S[rows, capacity]`` its diagonal variance (``prior_var`` for a slot never
-  learned; it only shrinks while a channel is learned, and stays put while a
-  channel is absent);
+  learned; it only shrinks while a channel is learned, down to a floor, and
+  stays put while a channel is absent);
 * ``b[rows]``, ``Sb[rows]`` the intercept's mean and variance (a constant
   feature of value 1; ``Sb`` is 0 and ``b`` never moves without one).
 
@@ -87,14 +87,18 @@ def confidence(out_m, out_v, n_known, binary):
 
 
 @jit
-def learn_row(slots, z, k, y, W, S, b, Sb, row, r):
+def learn_row(slots, z, k, y, W, S, b, Sb, row, r, floor):
     """One AROW update of ``row`` for ``y`` in {-1, +1}; True if it moved.
 
     With a squared-hinge loss and a KL term to the current belief, the
     update (Crammer et al. 2009, eqs. 9-11, diagonal) is
     ``beta = 1 / (v + r)``, ``alpha = max(0, 1 - y m) beta``,
     ``w += alpha y S z``, ``S -= beta S^2 z^2``: a channel the model is
-    unsure of (large S) moves far, a well-known one little."""
+    unsure of (large S) moves far, a well-known one little.  A moved
+    variance never falls below ``floor``: the lower bound on the covariance
+    of ARCOR (Vaits & Crammer, "Re-adapting the regularization of weights
+    for non-stationary regression", ALT 2011), so a channel learned long
+    ago still moves when the concept drifts."""
     m, v = margin_variance(slots, z, k, W, S, b, Sb, row)
     loss = 1.0 - y * m
     if loss <= 0.0:
@@ -105,21 +109,21 @@ def learn_row(slots, z, k, y, W, S, b, Sb, row, r):
         s = slots[j]
         sz = S[row, s] * z[j]
         W[row, s] += alpha * y * sz
-        S[row, s] -= beta * sz * sz
+        S[row, s] = max(S[row, s] - beta * sz * sz, floor)
     if Sb[row] > 0.0:
         b[row] += alpha * y * Sb[row]
-        Sb[row] -= beta * Sb[row] * Sb[row]
+        Sb[row] = max(Sb[row] - beta * Sb[row] * Sb[row], floor)
     return True
 
 
 @jit
-def learn_multiclass(slots, z, k, c, n_known, W, S, b, Sb, r):
+def learn_multiclass(slots, z, k, c, n_known, W, S, b, Sb, r, floor):
     """One-vs-rest: row ``c`` learns +1, every other known row -1.
     ``n_known`` counts ``c``'s class.  True if any row moved."""
     changed = False
     for row in range(n_known):
         y = 1.0 if row == c else -1.0
-        changed |= learn_row(slots, z, k, y, W, S, b, Sb, row, r)
+        changed |= learn_row(slots, z, k, y, W, S, b, Sb, row, r, floor)
     return changed
 
 
