@@ -259,6 +259,7 @@ class _Stream:
         "seq_restarts",
         "last_received_at",
         "last_label",
+        "settled_sides",
     )
 
     def __init__(self, name: str, learner: Any, topics: Topics):
@@ -295,6 +296,10 @@ class _Stream:
         self.seq_restarts = 0
         self.last_received_at = math.nan
         self.last_label = None  # the latest prediction (Home Assistant's state)
+        # Binary streams whose two labels are settled (both the stream's and the
+        # learner's): label -> is it the positive one, so the usual message skips
+        # the label checks (their verdict cannot change once both are full).
+        self.settled_sides: dict = {}
 
     _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels",
                  *SEQUENCE_COUNTERS)
@@ -727,6 +732,13 @@ class Pipeline:
     def _score(self, stream: _Stream, y: Any, predicted: Any) -> bool:
         """Count the prediction against the true label ``y``; False if the stream's
         learner cannot take ``y`` (counted as ``"unusable_label"``)."""
+        if stream.binary:
+            settled = stream.settled_sides
+            truth = settled.get((y.__class__, y)) if y.__class__ in _SETTLED_TYPES else None
+            guess = settled.get((predicted.__class__, predicted)) if truth is not None else None
+            if guess is not None:
+                stream.metrics.update(truth, guess)
+                return True
         problem = _label_problem(stream, y)
         if problem:
             self._unusable(stream, y, problem)
@@ -740,6 +752,12 @@ class Pipeline:
             else:
                 guess = not truth
             stream.metrics.update(truth, guess)
+            if (y.__class__ in _SETTLED_TYPES and None not in stream.sides.to_state()
+                    and len(stream.learner.targets.labels) == 2 and len(stream.settled_sides) < 8):
+                stream.settled_sides[(y.__class__, y)] = truth
+                for label in stream.sides.labels:  # what predictions are made of
+                    if label.__class__ in _SETTLED_TYPES:
+                        stream.settled_sides[(label.__class__, label)] = stream.sides.sign(label) > 0
             return True
         try:
             stream.metrics.update(y, predicted)
@@ -978,6 +996,11 @@ class Pipeline:
         entry.last_seq = last_seq if isinstance(last_seq, int) else -1
         entry.seq_window = 1 if entry.last_seq >= 0 else 0
         self._add(entry)
+
+
+# Label types whose value alone settles a binary stream's verdict (keyed with the
+# type: 1, 1.0 and True are equal in Python but are not all the same label).
+_SETTLED_TYPES = frozenset({str, int, bool})
 
 
 def _label_problem(stream: _Stream, y: Any) -> str | None:

@@ -653,3 +653,26 @@ def test_declared_constraints_of_the_channel_space_limits_and_pipeline():
                 message = str(info.value)
                 assert message.startswith(f"The '{name}' parameter of {owner} must be "), message
                 assert message.endswith(f"Got {format_value(bad)}."), message
+
+
+def test_settled_binary_labels_skip_the_checks_with_the_same_verdicts(monkeypatch):
+    """Once a binary stream's two labels are settled, the usual label skips the
+    label checks (Pipeline._score's settled_sides); every verdict, count and metric
+    is the one the full checks give (the cache switched off)."""
+    import firmware_bridge.pipeline as pipeline_module
+
+    labels = [1, 0, True, False, 1.0, "x", 0, 1, None, False, 1, 2, 0] * 20
+
+    def run():
+        p = Pipeline("paacds", {"seed": 3})
+        for seq, y in enumerate(labels):
+            p.handle("sensors/s/data", encode_data(float(seq), seq, {"a": float(seq % 7), "b": 1.0}, y), 0.0)
+        m = p.metrics("s")
+        return p.counters(), (m.n, m.accuracy, m.f1), p._streams["s"].settled_sides
+
+    cached_counters, cached_metrics, settled = run()
+    monkeypatch.setattr(pipeline_module, "_SETTLED_TYPES", frozenset())
+    plain_counters, plain_metrics, nothing = run()
+    assert settled and not nothing
+    assert cached_counters == plain_counters and cached_metrics == plain_metrics
+    assert cached_counters["unusable_label"] == 40  # "x" and 2, every time
