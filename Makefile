@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-RESULTS := paacds pafe synthesis kelm ensemble label-budget
+RESULTS := paacds pafe synthesis kelm ensemble label-budget drift
 BENCHES := replay kelm gateway memory log-replay
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
@@ -55,6 +55,9 @@ results: $(RESULTS:%=results-%)
 
 results-ensemble: setup
 	$(PY) tools/results_ensemble.py --jobs 2
+
+results-drift: setup
+	$(PY) tools/results_drift.py --jobs 2
 
 results-label-budget: setup
 	$(PY) tools/results_label_budget.py --jobs 2
