@@ -241,9 +241,30 @@ class ChannelSpace:
     def name_of(self, slot: int):
         return self._names[slot]
 
+    def column_map(self, columns: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What a jitted loop over an array needs to claim and evict slots itself
+        (``edgelearn.replay``, the gateway's jitted batches and log replay): the slot
+        of each column (-1: none yet), the column of each slot (-1: none), a flag per
+        slot the loop sets when it reassigns one, and the space's counters
+        ``[t, n_assigned, n_ignored, n_evicted]``. Hand all four back to
+        :meth:`take_column_map` after the loop."""
+        col_slot = np.array([self.slot_of(name) for name in columns], dtype=np.int64)
+        slot_col = np.full(self.capacity, -1, dtype=np.int64)
+        held = col_slot >= 0
+        slot_col[col_slot[held]] = np.flatnonzero(held)
+        changed = np.zeros(self.capacity, dtype=np.int8)
+        counters = np.array([self.t, self.n_assigned, self.n_ignored, self.n_evicted], dtype=np.int64)
+        return col_slot, slot_col, changed, counters
+
+    def take_column_map(self, columns: list, slot_col: np.ndarray, changed: np.ndarray,
+                        counters: np.ndarray) -> None:
+        """Take back what the loop did with :meth:`column_map`'s arrays: its counters,
+        and the names of the slots it (re)assigned."""
+        self.t, self.n_assigned, self.n_ignored, self.n_evicted = (int(v) for v in counters)
+        self._assign_names({int(s): columns[slot_col[s]] for s in np.flatnonzero(changed)})
+
     def _assign_names(self, slot_names: dict) -> None:
-        # Used by edgelearn.replay, whose jitted loop claims and evicts slots
-        # itself and reports the outcome here.
+        # The outcome of a jitted loop that claimed and evicted slots itself.
         for slot, name in slot_names.items():
             old = self._names[slot]
             if old is not None and self._index.get(old) == slot:

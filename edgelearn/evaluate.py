@@ -178,13 +178,7 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
         )
 
     space = model.channels
-    col_slot = np.array([space.slot_of(name) for name in feature_names], dtype=np.int64)
-    slot_col = np.full(space.capacity, -1, dtype=np.int64)
-    for j, s in enumerate(col_slot):
-        if s >= 0:
-            slot_col[s] = j
-    changed = np.zeros(space.capacity, dtype=np.int8)
-    counters = np.array([space.t, space.n_assigned, space.n_ignored, space.n_evicted], dtype=np.int64)
+    col_slot, slot_col, changed, counters = space.column_map(feature_names)
     n = X.shape[0]
     pred = np.empty(n, dtype=np.int64)
     margins = np.empty(n, dtype=np.float64)
@@ -232,8 +226,7 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
             model.targets.index(uniques[class_code[c]])
     seconds = time.perf_counter() - start
 
-    space.t, space.n_assigned, space.n_ignored, space.n_evicted = (int(v) for v in counters)
-    space._assign_names({int(s): feature_names[slot_col[s]] for s in np.flatnonzero(changed)})
+    space.take_column_map(feature_names, slot_col, changed, counters)
 
     truth = list(y.tolist()) if isinstance(y, np.ndarray) else list(y)
     if binary:

@@ -136,13 +136,7 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
             code_sign[code] = sign
 
     space = model.channels
-    col_slot = np.array([space.slot_of(c) for c in names], dtype=np.int64)
-    slot_col = np.full(space.capacity, -1, dtype=np.int64)
-    for j, s in enumerate(col_slot):
-        if s >= 0:
-            slot_col[s] = j
-    changed = np.zeros(space.capacity, dtype=np.int8)
-    counters = np.array([space.t, space.n_assigned, space.n_ignored, space.n_evicted], dtype=np.int64)
+    col_slot, slot_col, changed, counters = space.column_map(names)
     width = max(len(names), 1)
     slots = np.empty(width, dtype=np.int32)
     vals = np.empty(width, dtype=np.float64)
@@ -188,8 +182,7 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
         target_states.append((row, model.targets.to_state()))
         start, resume_k = row, k
     model._current_delta = float(delta)
-    space.t, space.n_assigned, space.n_ignored, space.n_evicted = (int(v) for v in counters)
-    space._assign_names({int(s): names[slot_col[s]] for s in np.flatnonzero(changed)})
+    space.take_column_map(names, slot_col, changed, counters)
 
     # Counters, as _handle_data keeps them.
     n_asked = int(asked.sum())
