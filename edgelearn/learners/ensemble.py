@@ -332,14 +332,22 @@ class OnlineEnsemble(Learner):
         index, score = self._vote(slots, z)
         return (index == 1 if self.binary else index), score
 
+    #: Vote mass added to every class before the shares are taken (add-k smoothing):
+    #: with few voters (the defaults' two online members) a unanimous vote would read
+    #: as certainty, 1.0, and one mistake as an infinite log loss; with it a unanimous
+    #: vote of two full-weight members reads 0.94.
+    VOTE_PRIOR = 0.125
+
     def _proba(self, margin: float):
         """Each class's share of the weighted vote of the members and the
-        global model (or of the current chunk's labels before any model):
-        a vote share, not a calibrated probability; uniform if nobody votes."""
+        global model (or of the current chunk's labels before any model), each
+        class given :attr:`VOTE_PRIOR` more: a smoothed vote share, not a
+        calibrated probability; uniform if nobody votes."""
         n = 2 if self.binary else len(self.targets.labels)
         votes = np.maximum(self._votes[:n], 0.0)
         total = float(votes.sum())
-        shares = votes / total if total > 0.0 else np.full(n, 1.0 / n)
+        shares = ((votes + self.VOTE_PRIOR) / (total + n * self.VOTE_PRIOR) if total > 0.0
+                  else np.full(n, 1.0 / n))
         return float(shares[1]) if self.binary else shares
 
     # -- learning ---------------------------------------------------------------
