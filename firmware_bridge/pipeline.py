@@ -84,7 +84,6 @@ Memory is bounded by the construction parameters whatever arrives
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import time
@@ -102,6 +101,7 @@ from edgelearn.metrics import ClassificationMetrics, MultiLabelMetrics
 
 from .labels import Outcome, PendingEntry, PendingLabels
 from .protocol import (
+    bounded_unpackb,
     DEFAULT_JSON_FIELDS,
     JsonFields,
     DEFAULT_LIMITS,
@@ -455,17 +455,7 @@ class Pipeline:
         # that passed the rules, a decoder and an encoder set up once.
         self._data_topics: dict[str, _Stream] = {}
         self._names = KnownNames(limits.max_channel_name_bytes)
-        self._unpack = functools.partial(
-            msgpack.unpackb,
-            raw=False,
-            use_list=True,
-            strict_map_key=False,
-            max_str_len=limits.max_string_bytes,
-            max_bin_len=limits.max_string_bytes,
-            max_ext_len=limits.max_string_bytes,
-            max_array_len=limits.max_container_len,
-            max_map_len=limits.max_container_len,
-        )
+        self._unpack = bounded_unpackb(limits)
         self._pack = msgpack.Packer(use_bin_type=True).pack
         # A batch of plain readings nests 4 deep (message, readings, reading, ch).
         self._fast_batches = limits.max_depth >= 4
@@ -733,12 +723,15 @@ class Pipeline:
         """Count the prediction against the true label ``y``; False if the stream's
         learner cannot take ``y`` (counted as ``"unusable_label"``)."""
         if stream.binary:
+            # label -> (its type, verdict): 1 and True are one dict key, so the type
+            # is checked too; a label of the other type just takes the full checks.
             settled = stream.settled_sides
-            truth = settled.get((y.__class__, y)) if y.__class__ in _SETTLED_TYPES else None
-            guess = settled.get((predicted.__class__, predicted)) if truth is not None else None
-            if guess is not None:
-                stream.metrics.update(truth, guess)
-                return True
+            known_y = settled.get(y) if y.__class__ in _SETTLED_TYPES else None
+            if known_y is not None and known_y[0] is y.__class__:
+                known_p = settled.get(predicted)
+                if known_p is not None and known_p[0] is predicted.__class__:
+                    stream.metrics.update(known_y[1], known_p[1])
+                    return True
         problem = _label_problem(stream, y)
         if problem:
             self._unusable(stream, y, problem)
@@ -754,10 +747,11 @@ class Pipeline:
             stream.metrics.update(truth, guess)
             if (y.__class__ in _SETTLED_TYPES and None not in stream.sides.to_state()
                     and len(stream.learner.targets.labels) == 2 and len(stream.settled_sides) < 8):
-                stream.settled_sides[(y.__class__, y)] = truth
+                settled = stream.settled_sides
+                settled.setdefault(y, (y.__class__, truth))
                 for label in stream.sides.labels:  # what predictions are made of
                     if label.__class__ in _SETTLED_TYPES:
-                        stream.settled_sides[(label.__class__, label)] = stream.sides.sign(label) > 0
+                        settled.setdefault(label, (label.__class__, stream.sides.sign(label) > 0))
             return True
         try:
             stream.metrics.update(y, predicted)

@@ -66,7 +66,7 @@ import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 import msgpack
 import numpy as np
@@ -91,6 +91,7 @@ __all__ = [
     "LabelMessage",
     "Reject",
     "RejectCounters",
+    "bounded_unpackb",
     "decode_payload",
     "validate_data",
     "validate_batch",
@@ -548,6 +549,23 @@ def _depth_exceeds(obj: Any, max_depth: int) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=8)
+def bounded_unpackb(limits: Limits) -> Callable[[bytes], Any]:
+    """``msgpack.unpackb`` bound to ``limits``' decoding bounds (msgpack refuses an
+    over-long str, bin, ext, array or map before allocating it); one per Limits."""
+    return functools.partial(
+        msgpack.unpackb,
+        raw=False,
+        use_list=True,
+        strict_map_key=False,
+        max_str_len=limits.max_string_bytes,
+        max_bin_len=limits.max_string_bytes,
+        max_ext_len=limits.max_string_bytes,
+        max_array_len=limits.max_container_len,
+        max_map_len=limits.max_container_len,
+    )
+
+
 def decode_payload(payload: Any, limits: Limits = DEFAULT_LIMITS) -> Any:
     """Unpack one msgpack object within ``limits``, or return a :class:`Reject`.
 
@@ -569,17 +587,7 @@ def decode_payload(payload: Any, limits: Limits = DEFAULT_LIMITS) -> Any:
             "too_large", f"payload is {size} bytes, the limit is {limits.max_payload_bytes}"
         )
     try:
-        obj = msgpack.unpackb(
-            payload,
-            raw=False,
-            use_list=True,
-            strict_map_key=False,
-            max_str_len=limits.max_string_bytes,
-            max_bin_len=limits.max_string_bytes,
-            max_ext_len=limits.max_string_bytes,
-            max_array_len=limits.max_container_len,
-            max_map_len=limits.max_container_len,
-        )
+        obj = bounded_unpackb(limits)(payload)
     except (msgpack.StackError, RecursionError):
         return Reject("too_deep", f"containers nest deeper than {limits.max_depth} levels")
     except msgpack.ExtraData:
