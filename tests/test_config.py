@@ -15,7 +15,7 @@ import tomllib
 import pytest
 
 import edgelearn
-from firmware_bridge.cli import _overrides_from_args, add_gateway_arguments, run_gateway
+from firmware_bridge.cli.service import add_gateway_arguments, overrides_from_args, run_gateway
 from firmware_bridge.config import SCHEMA, GatewayConfig, load_config, render_default_config
 from firmware_bridge.protocol import DEFAULT_LIMITS, JsonFields, Topics
 
@@ -192,7 +192,7 @@ def test_command_line_overrides(tmp_path, capsys):
         ["--config", str(SHIPPED), "--broker", "10.0.0.5:8883", "--state-dir",
          str(tmp_path), "--gateway-id", "kitchen-gw"]
     )
-    overrides, errors = _overrides_from_args(args)
+    overrides, errors = overrides_from_args(args)
     config, config_errors = load_config(args.config, overrides)
     assert errors == [] and config_errors == []
     assert (config.mqtt.host, config.mqtt.port) == ("10.0.0.5", 8883)

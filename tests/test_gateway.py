@@ -147,7 +147,7 @@ def test_a_failing_worker_still_checkpoints_what_it_learned(tmp_path):
 
 
 def test_one_counter_registry_feeds_the_status_the_cli_and_an_exporter(tmp_path, capsys):
-    from firmware_bridge.cli import _print_status
+    from firmware_bridge.cli.service import print_status
 
     gateway = Gateway(make_config(tmp_path), notifier=SystemdNotifier({}))
     gateway.pipeline.handle("sensors/s1/data", encode_data(0.0, 0, {"a": 1.0}), 0.0)
@@ -167,7 +167,7 @@ def test_one_counter_registry_feeds_the_status_the_cli_and_an_exporter(tmp_path,
     assert not problems & {"messages", "data", "predictions", "rejected", "connects",
                            "checkpoints_written", "label_pending"}
     # edgelearn status lists the problems that are not zero.
-    _print_status(status)
+    print_status(status)
     out = capsys.readouterr().out
     assert f"also: {rejected_by[0]} 1" in out
     # An exporter reads the same registry.
@@ -178,7 +178,7 @@ def test_one_counter_registry_feeds_the_status_the_cli_and_an_exporter(tmp_path,
 
 
 def test_sequence_counts_reach_the_status_and_edgelearn_status(tmp_path, capsys):
-    from firmware_bridge.cli import _print_status
+    from firmware_bridge.cli.service import print_status
 
     gateway = Gateway(make_config(tmp_path), notifier=SystemdNotifier({}))
     for seq in (0, 1, 5, 5, 0):
@@ -188,7 +188,7 @@ def test_sequence_counts_reach_the_status_and_edgelearn_status(tmp_path, capsys)
     assert (stream["seq_missing"], stream["seq_duplicates"], stream["seq_restarts"]) == (3, 1, 1)
     assert status["counters"]["seq_missing"] == 3
     assert {"seq_missing", "seq_duplicates", "seq_restarts"} <= set(status["counter_problems"])
-    _print_status(status)
+    print_status(status)
     out = capsys.readouterr().out
     assert "seq_missing 3" in out.splitlines()[2]  # the "also:" line
     assert "s1: 5 messages" in out and "seq: missing 3, duplicates 1, restarts 1" in out
