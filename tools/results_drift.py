@@ -34,13 +34,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import itertools
-import json
 import os
 import platform
 import shlex
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 # One BLAS thread, set before NumPy loads: OnlineEnsemble's kelm solves are 100 x 100 to
@@ -51,6 +49,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runs import finished, load_cache, save_cache  # noqa: E402
 from summaries import write_summary  # noqa: E402
 
 CHUNK = 100
@@ -396,22 +395,13 @@ def summary_rows(table, args) -> list[dict]:
     return rows
 
 
-def _results(todo, args):
-    if args.jobs == 1:
-        for task in todo:
-            yield task, run_one(*task, args.models)
-        return
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(run_one, *task, args.models): task for task in todo}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     cache_path = Path(args.cache) if args.cache else None
-    cache = json.loads(cache_path.read_text()) if cache_path and cache_path.exists() else {}
+    cache = load_cache(cache_path)
     length = {s: args.elec2_n if s == "elec2" else args.n for s in args.streams}
     key = lambda s, seed: f"{s}|{length[s]}|{seed}|{','.join(args.models)}"  # noqa: E731
     # Seed by seed, so an interrupted run has whole seeds in its cache.
@@ -421,14 +411,13 @@ def main(argv: list[str] | None = None) -> int:
     if todo:
         run_one("sea", 4 * CHUNK, 0, [m for m in args.models if m != "arf"])
     start = time.perf_counter()
-    for done, ((s, n, seed), result) in enumerate(_results(todo, args), 1):
+    for done, ((s, n, seed), result) in enumerate(finished(run_one, todo, args.jobs, args.models), 1):
         cache[key(s, seed)] = result
         print(f"[{done}/{len(todo)}] {STREAM_NAMES[s]}, seed {seed}: "
               + ", ".join(f"{m} {summarize(result, m)['accuracy']:.4f} {summarize(result, m)['us']:.0f} µs"
                           for m in args.models)
               + f" ({(time.perf_counter() - start) / 60:.1f} min)", file=sys.stderr, flush=True)
-        if cache_path:
-            cache_path.write_text(json.dumps(cache))
+        save_cache(cache_path, cache)
     results = {s: {seed: cache[key(s, seed)] for seed in args.seeds} for s in args.streams}
     table = aggregate(results, args.streams, args.seeds, args.models)
     run_seconds = sum(r[m]["cpu_seconds"] for s in args.streams for r in results[s].values() for m in args.models)

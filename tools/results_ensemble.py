@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import shlex
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runs import finished, load_cache, save_cache  # noqa: E402
 
 CHUNK = 100
 #: Table 3 of the paper: AC_OE's average real-time accuracy.
@@ -400,23 +401,13 @@ def render(paper_run, compare_run, args, argv, run_seconds) -> str:
     return "\n".join(lines)
 
 
-def _results(todo, args):
-    """``((stream, model, n), result)`` as each run finishes; in this process with one job."""
-    if args.jobs == 1:
-        for task in todo:
-            yield task, run_one(*task, args.seed)
-        return
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(run_one, *task, args.seed): task for task in todo}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     cache_path = Path(args.cache) if args.cache else None
-    cache = json.loads(cache_path.read_text()) if cache_path and cache_path.exists() else {}
+    cache = load_cache(cache_path)
     runs = [("paper", args.n, args.models)]
     if args.compare_n:
         runs.append(("compare", args.compare_n, args.compare_models))
@@ -431,14 +422,13 @@ def main(argv: list[str] | None = None) -> int:
     done = total - len(todo)
     # The slowest runs first, so the last ones to finish are short.
     todo.sort(key=lambda task: (task[1] in OURS or task[1] == "hoeffding_tree", -task[2]))
-    for (s, m, n), result in _results(todo, args):
+    for (s, m, n), result in finished(run_one, todo, args.jobs, args.seed):
         cache[key(s, m, n)] = result
         done += 1
         print(f"[{done}/{total}] {STREAM_NAMES[s]}, {MODEL_NAMES[m]}, n={n:,}: "
               f"{summarize(s, result)['avgracc']:.4f}, {result['n'] / result['seconds']:,.0f} instances/s "
               f"({(time.perf_counter() - start) / 60:.1f} min)", file=sys.stderr, flush=True)
-        if cache_path:
-            cache_path.write_text(json.dumps(cache))
+        save_cache(cache_path, cache)
     built = {}
     for name, n, models in runs:
         summary = {s: {m: {**summarize(s, cache[key(s, m, n)]), "n": cache[key(s, m, n)]["n"]} for m in models}
