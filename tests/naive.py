@@ -579,6 +579,32 @@ def count_cut(S, Y):
     return 0.5 * (s[P - 1] + s[P])
 
 
+def f1_cut(S, Y):
+    """The pooled F1-optimal cut: of the midpoints between consecutive
+    distinct sorted scores (apart by more than 1e-9 of their range), the
+    highest with the largest F1 of ``S > cut``; NaN without both classes or
+    two distinct scores."""
+    P = int(np.sum(Y))
+    if P == 0 or P == len(Y):
+        return math.nan
+    s = np.sort(S)[::-1]
+    distinct = s[:-1] - s[1:] > 1e-9 * (s[0] - s[-1])  # closer: one score
+    if not distinct.any():
+        return math.nan
+    cuts = 0.5 * (s[:-1] + s[1:])[distinct]
+    f1 = [2.0 * np.sum(Y & (S > cut)) / (np.sum(S > cut) + P) for cut in cuts]
+    best = max(f1)
+    return float(max(cut for cut, value in zip(cuts, f1) if value == best))
+
+
+def learned_cut(S, Y, threshold):
+    """MultiLabelKELM's cut from leave-one-out scores: PCut, or midway
+    between PCut and the F1-optimal cut."""
+    if threshold == "pcut":
+        return count_cut(S, Y)
+    return 0.5 * (count_cut(S, Y) + f1_cut(S, Y))
+
+
 class KELMReference:
     """The multi-label KELM window rebuilt from scratch at every question,
     from docs/learners.md and MultiLabelKELM's docstring: lists of instances,
@@ -593,14 +619,14 @@ class KELMReference:
     uses the labels known when it enters.
     """
 
-    def __init__(self, window, block_size, max_unlabelled, gamma, J0, lam, gam, n_neighbors, m, threshold="pcut"):
+    def __init__(self, window, block_size, max_unlabelled, gamma, J0, lam, gam, n_neighbors, m, threshold="pcut-f1"):
         self.window, self.block_size, self.max_unlabelled = window, block_size, max_unlabelled
         self.gamma, self.J0, self.lam, self.gam = gamma, J0, lam, gam
         self.n_neighbors, self.m = n_neighbors, m
         self.threshold = threshold
         # A label is predicted present when its score is above the cut:
         # refit from the window's leave-one-out scores after every block.
-        self.cut = 0.0 if threshold == "pcut" else float(threshold)
+        self.cut = 0.0 if isinstance(threshold, str) else float(threshold)
         self.items = []      # window, oldest first: {"uid", "x", "t", "c", "block"}
         self.pending = []    # {"x", "t"}
         self.graphs = {}     # block id -> (uids, Sx, Sy) as built
@@ -703,10 +729,11 @@ class KELMReference:
         self.pending = []
         live = {it["uid"] for it in self.items}
         self.graphs = {k: g for k, g in self.graphs.items() if live.intersection(g[0])}
-        if self.threshold == "pcut":
+        if isinstance(self.threshold, str):
             X, T, c = self.arrays()
             Lx, Ly = self.laplacians()
-            cut = count_cut(*kelm_loo_scores(X, c, T, Lx, Ly, self.gamma, self.lam, self.gam))
+            S, Y = kelm_loo_scores(X, c, T, Lx, Ly, self.gamma, self.lam, self.gam)
+            cut = learned_cut(S, Y, self.threshold)
             if not math.isnan(cut):
                 self.cut = cut
 

@@ -267,6 +267,24 @@ def test_count_cut_matches_the_sorted_reference(seed):
     assert np.isnan(K.count_cut(S, np.ones(k + 5, dtype=np.bool_), k))
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_f1_cut_matches_the_exhaustive_reference(seed):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 80))
+    S = np.round(rng.normal(size=k + 5), 1 if seed % 2 else 6)  # ties on purpose, or none
+    Y = rng.random(k + 5) < 0.3 + 0.4 * rng.random(k + 5) * (S > 0)  # positives score higher
+    Y[0], Y[1] = True, False
+    S[0], S[1] = 3.0, -3.0  # two distinct scores at least
+    expected = naive.f1_cut(S[:k], Y[:k])
+    assert K.f1_cut(S, Y, k) == pytest.approx(expected, abs=1e-15)
+    # No midpoint between distinct scores has a better F1.
+    f1 = lambda cut: 2 * np.sum(Y[:k] & (S[:k] > cut)) / (np.sum(S[:k] > cut) + np.sum(Y[:k]))
+    values = np.unique(S[:k])
+    assert all(f1(expected) >= f1(cut) for cut in 0.5 * (values[1:] + values[:-1]))
+    assert np.isnan(K.f1_cut(S, np.zeros(k + 5, dtype=np.bool_), k))
+    assert np.isnan(K.f1_cut(np.ones(k + 5), Y, k))  # one distinct score: no cut between two
+
+
 def find_by_hand(u, Xt, n, c, Xp, n_pending, Tp):
     for unlabelled_only in (True, False):
         for i in range(n_pending - 1, -1, -1):
@@ -318,11 +336,11 @@ def drive_both(model, reference, n, seed, p_label=0.2, p_answer=0.25, late_label
             y["r"] = x.get("c3", 0) > 0  # a label that appears later
         d = model.decide_one(x)
         f = model.scores(d.slots, d.z)
-        assert d.label == {name: bool(v > model.cut) for name, v in zip(model.labels, f)}
         assert d.score == (float(np.abs(f - model.cut).min()) if len(f) else 0.0)
         u = np.zeros(model.capacity)
         u[d.slots] = d.z
-        reference.observe(u)
+        reference.observe(u)  # its window is now the one that scored x
+        assert d.label == expected_label(model, reference, f)
         if rng.random() < p_label:
             if late_labels:
                 waiting.append((d, u, y))
@@ -344,6 +362,20 @@ def drive_both(model, reference, n, seed, p_label=0.2, p_answer=0.25, late_label
                 np.testing.assert_allclose(f, ref, rtol=RTOL, atol=1e-10 * np.abs(ref).max())
         assert model.cut == pytest.approx(reference.cut, rel=1e-7, abs=1e-9)
     return worst
+
+
+def expected_label(model, reference, f):
+    """Labels above the cut, their number clamped to the range of label
+    counts of the reference window's labelled instances by taking the
+    top-scored ones."""
+    above = [v > model.cut for v in f]
+    counts = [int(np.sum(it["t"] > 0)) for it in reference.items if it["c"] > 0]
+    if model.clamp_label_count and counts:
+        keep = min(max(sum(above), min(counts)), max(counts))
+        if keep != sum(above):
+            top = sorted(range(len(f)), key=lambda j: -f[j])[:keep]
+            above = [j in top for j in range(len(f))]
+    return dict(zip(model.labels, map(bool, above)))
 
 
 def teach(model, reference, d, u, y):
@@ -380,6 +412,45 @@ def test_periodic_refactor_keeps_the_same_model():
     reference = naive.KELMReference(24, 6, model._max_unlabelled, 0.3, 1.0, 0.1, 0.1, 2, 4)
     assert drive_both(model, reference, 200, seed=5) < RTOL
     assert model._updates < 3
+
+
+def test_the_pcut_threshold_without_the_floor_matches_the_reference():
+    model = MultiLabelKELM(window=24, block_size=6, gamma=0.3, J0=1.0, max_labels=4, threshold="pcut",
+                           clamp_label_count=False)
+    reference = naive.KELMReference(24, 6, model._max_unlabelled, 0.3, 1.0, 0.0, 0.0, 5, 4, threshold="pcut")
+    assert drive_both(model, reference, 200, seed=9) < RTOL
+    assert model.cut != 0.0
+
+
+def test_the_label_count_stays_in_the_window_range():
+    rng = random.Random(11)
+    model = MultiLabelKELM(window=40, block_size=5, gamma=0.3, J0=1.0, max_labels=3)
+    plain = MultiLabelKELM(window=40, block_size=5, gamma=0.3, J0=1.0, max_labels=3, clamp_label_count=False)
+    clamped = 0
+    for i in range(500):
+        x = {f"c{j}": rng.gauss(0, 1) for j in range(3)}
+        if i < 300:  # exactly one positive label
+            y = {"p": x["c0"] > 0.4, "q": x["c0"] < -0.4, "r": abs(x["c0"]) <= 0.4}
+        else:  # from here on 0 or 1
+            y = {"p": x["c0"] > 1.0, "q": False, "r": False}
+        a, b = model.decide_one(x), plain.decide_one(x)
+        f = model.scores(a.slots, a.z)
+        np.testing.assert_array_equal(f, plain.scores(b.slots, b.z))  # the same model
+        assert a.score == b.score
+        top = model.labels[int(np.argmax(f))] if len(f) else None
+        if 5 <= i < 300:  # the window holds labelled instances, each with one label
+            assert a.label == {name: name == top for name in model.labels}
+            clamped += sum(b.label.values()) != 1
+        elif i >= 310:  # an empty label set has entered the window: 0 or 1 label
+            expected = b.label if sum(b.label.values()) <= 1 else {name: name == top for name in model.labels}
+            assert a.label == expected
+            clamped += sum(b.label.values()) > 1
+        model.learn(a.slots, a.z, y)
+        plain.learn(b.slots, b.z, y)
+    assert clamped > 20
+    # The bounds are of the window's labelled instances, not a checkpoint's payload.
+    restored = from_state(checkpoint.loads(checkpoint.dumps(model.to_state())))
+    assert (restored._fewest, restored._most) == (model._fewest, model._most) == (0, 1)
 
 
 def stream_of(n, seed, n_channels=4):

@@ -680,6 +680,39 @@ def count_cut(S, Y, k):
     return 0.5 * (S[order[P - 1]] + S[order[P]])
 
 
+# Scores closer than this fraction of their range are one score to f1_cut.
+_TIE = 1e-9
+
+
+@jit
+def f1_cut(S, Y, k):
+    """The cut on ``S[:k]`` that maximizes the pooled F1 of ``score > cut``
+    against ``Y[:k]`` (Lipton et al. 2014: micro-F1's optimum is one shared
+    cut): midway between the i-th and (i+1)-th highest score for the best i,
+    i < k (something stays below), and only where the two differ by more
+    than ``_TIE`` of the scores' range: equal scores (a duplicated instance)
+    fall on one side, whatever their order and their last bits of
+    round-off.  The first best i (the highest cut) wins a tie of F1.  NaN
+    when there is no positive, no negative, or no two distinct scores."""
+    P = 0
+    for i in range(k):
+        P += Y[i]
+    if P == 0 or P == k:
+        return math.nan
+    order = np.argsort(-S[:k], kind="mergesort")
+    tie = _TIE * (S[order[0]] - S[order[k - 1]])
+    best, cut = -1.0, math.nan
+    true_positives = 0
+    for i in range(k - 1):
+        true_positives += Y[order[i]]
+        high, low = S[order[i]], S[order[i + 1]]
+        if high - low > tie:
+            f1 = 2.0 * true_positives / (i + 1 + P)
+            if f1 > best:
+                best, cut = f1, 0.5 * (high + low)
+    return cut
+
+
 # -- the window's bookkeeping -----------------------------------------------------
 
 
