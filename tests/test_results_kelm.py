@@ -38,7 +38,10 @@ def test_quick_run_on_a_slice_writes_every_table_and_the_summary(tmp_path, capsy
     assert len(re.findall(r"KELM is better than River (BR|CC) on \*\*\d of 6\*\* metrics", verdict)) == 4
     assert len(re.findall(r"\*\*(Met|Not met)\*\*", verdict)) == 2
     j0 = [line for line in page["emotions: J0"].splitlines() if re.match(r"\| \d", line)]
-    assert len(j0) == 2 and sum("(default)" in line for line in j0) == 1
+    assert len(j0) == 2 * 2 and sum("(default)" in line for line in j0) == 2  # two J0 at each rate
+    cut = [line for line in page["emotions: cut"].splitlines() if re.match(r"\| [A-Zm]", line)]
+    assert len(cut) == 2 * 2 and sum("(default)" in line for line in cut) == 2
+    assert all(0.0 <= v <= 1.0 for line in j0 + cut for v in decimals(line)[-6:])
     # The headline rows beside the page, one per method, data set and rate.
     summary = json.loads((tmp_path / "docs" / "data" / "report.json").read_text(encoding="utf-8"))
     assert summary["command"] == command
