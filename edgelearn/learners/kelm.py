@@ -224,7 +224,7 @@ class MultiLabelKELM(Learner):
     ...     if i % 4 == 0:  # a quarter of the labels
     ...         model.learn(d.slots, d.z, y)
     >>> print(f"Hamming loss {wrong / total:.2f}, window {model.n_window}")
-    Hamming loss 0.06, window 64
+    Hamming loss 0.05, window 64
     """
 
     supports_multilabel = True
