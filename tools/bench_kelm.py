@@ -101,6 +101,7 @@ def render(results, args, argv, seconds, d, m) -> str:
     import numba
 
     aim = next((r for r in results if r["window"] == AIM_WINDOW), None)
+    default = MultiLabelKELM()
     lines = [
         "# MultiLabelKELM: time per instance and memory",
         "",
@@ -113,7 +114,8 @@ def render(results, args, argv, seconds, d, m) -> str:
         f"Yeast rows (d = {d} features, m = {m} labels), shuffled and repeated, as dicts built before "
         f"timing; {args.labelled:.0%} of the instances labelled. `MultiLabelKELM(window=W, "
         f"block_size={args.block}, max_labels={m}, capacity=128)`, other parameters default "
-        "(lam = gam = 0.1, max_unlabelled = W/2). After a warm-up of 3W instances, "
+        f"(lam = gam = {default.lam:g}, J0 = {default.J0:g}, threshold = \"{default.threshold}\", "
+        f"clamp_label_count = {default.clamp_label_count}, max_unlabelled = W/2). After a warm-up of 3W instances, "
         f"{args.n:,} instances per repetition, {args.repeats} repetition(s), the median kept.",
         "",
         "* **learn step**: `decide_one(x)` (observe, predict, queue in the pending block, and add a full "
