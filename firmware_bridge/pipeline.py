@@ -97,6 +97,7 @@ import edgelearn
 from edgelearn._validation import check_number
 from edgelearn.constraints import InstanceOf, Interval, OneOf, Options, check_params
 from edgelearn.learners.base import BinaryTargets
+from edgelearn.learners.paacds import PAACDS
 from edgelearn.metrics import ClassificationMetrics, MultiLabelMetrics
 
 from .labels import Outcome, PendingEntry, PendingLabels
@@ -260,6 +261,8 @@ class _Stream:
         "last_received_at",
         "last_label",
         "settled_sides",
+        "lean",
+        "lean_checked",
     )
 
     def __init__(self, name: str, learner: Any, topics: Topics):
@@ -300,6 +303,10 @@ class _Stream:
         # learner's): label -> is it the positive one, so the usual message skips
         # the label checks (their verdict cannot change once both are full).
         self.settled_sides: dict = {}
+        # A binary PAACDS stream whose labels are settled: what its one-call path
+        # needs (_LeanBinary), built by Pipeline._settle; None until then.
+        self.lean: _LeanBinary | None = None
+        self.lean_checked = 0  # len(settled_sides) when _settle last looked
 
     _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels",
                  *SEQUENCE_COUNTERS)
@@ -327,6 +334,46 @@ class _Stream:
         }
 
 
+
+
+class _LeanBinary:
+    """What a binary PAACDS stream whose two labels are settled (the stream's and its
+    learner's) needs to predict, score and learn a reading in one kernel call
+    (``PAACDS._decide_learn``), all looked up once: the label a margin predicts and
+    whether it is the stream's positive one, and per settled label its verdict and the
+    learner's sign for it. Nothing here can change once both sides are settled."""
+
+    __slots__ = ("decide_learn", "claim", "predicted", "guess", "labels")
+
+    def __init__(self, stream: _Stream):
+        learner = stream.learner
+        targets = learner.targets
+        settled = stream.settled_sides
+        self.decide_learn = learner._decide_learn
+        self.claim = learner.channels.claim
+        # Index: margin >= 0 (what decide_one's label is made of).
+        self.predicted = (targets.decode(False), targets.decode(True))
+        self.guess = tuple(settled[p][1] for p in self.predicted)
+        # label -> (its type, truth for the metrics, the learner's sign of it)
+        self.labels = {
+            label: (kind, truth, targets.known_sign(label))
+            for label, (kind, truth) in settled.items()
+            if targets.known_sign(label)
+        }
+
+    @staticmethod
+    def fits(stream: _Stream) -> bool:
+        """Whether ``stream`` can take the one-call path now."""
+        learner = stream.learner
+        if not (stream.binary and isinstance(learner, PAACDS)
+                and len(learner.targets.labels) == 2):
+            return False
+        settled = stream.settled_sides
+        for code in (False, True):
+            known = settled.get(learner.targets.decode(code))
+            if known is None or known[0] is not learner.targets.decode(code).__class__:
+                return False
+        return True
 
 
 class Pipeline:
@@ -640,6 +687,16 @@ class Pipeline:
         the policy says; return its prediction map and label request (or None), or None
         if the learner refused it (counted)."""
         ts, seq, channels, y = reading
+        lean = stream.lean
+        if lean is not None:
+            if y is None:
+                known = _UNLABELLED
+            else:
+                known = lean.labels.get(y) if y.__class__ in _SETTLED_TYPES else None
+                if known is not None and known[0] is not y.__class__:
+                    known = None
+            if known is not None:
+                return self._predict_lean(stream, lean, ts, seq, channels, y, known, received_at)
         learner = stream.learner
         try:
             decision = learner.decide_one(channels)
@@ -664,21 +721,79 @@ class Pipeline:
         request = None
         if y is None:
             if ask and self.label_policy == "request":
-                req = self.labels.issue(stream.name, seq, (decision.slots, decision.z), label)
-                request = Outbound(
-                    stream.label_request_topic,
-                    encode_label_request(
-                        req, seq, ts, label, decision.score, self.labels.ttl_seconds,
-                        learner.targets.labels if stream.multilabel else None,
-                    ),
-                    self.label_request_qos,
-                    False,
-                )
-                self._label_requests += 1
-                stream.label_requests += 1
+                request = self._label_request(stream, seq, ts, label, decision.score,
+                                              decision.slots, decision.z)
         elif self._score(stream, y, label) and (self.label_policy != "from_data" or ask):
             self._learn(stream, decision.slots, decision.z, y)
+        if len(stream.settled_sides) != stream.lean_checked:
+            self._settle(stream)
         return fields, request
+
+    def _settle(self, stream: _Stream) -> None:
+        """Give a binary PAACDS stream whose labels are settled its one-call path (or
+        take it back: labels settled since are looked up again)."""
+        stream.lean_checked = len(stream.settled_sides)
+        stream.lean = _LeanBinary(stream) if _LeanBinary.fits(stream) else None
+
+    def _predict_lean(self, stream: _Stream, lean: _LeanBinary, ts: float, seq: int,
+                      channels: dict, y: Any, known: tuple, received_at: float
+                      ) -> tuple[dict[str, Any], Outbound | None] | None:
+        """:meth:`_predict` of a reading of a settled binary PAACDS stream whose label
+        is settled or absent (``known``: its type, verdict and the learner's sign): one
+        kernel call observes, predicts, decides to ask and learns the label as the
+        policy says; the same state, outputs and counts as ``decide_one``, ``_score``
+        and ``_learn``. ``on_learn`` hears of the lesson after the learner took it and
+        the counts say so, so a checkpoint it writes holds the lesson with its count
+        (the message is not acknowledged before the journal has it either way)."""
+        try:
+            slots, z = lean.claim(channels)
+        except (ValueError, TypeError) as exc:
+            self._reject("learner_error", "stream %r seq %d: %s", stream.name, seq, exc)
+            return None
+        margin, ask, learned = lean.decide_learn(
+            slots, z, known[2], self.label_policy == "from_data")
+        self._data += 1
+        stream.data += 1
+        if seq == stream.last_seq + 1:
+            stream.last_seq = seq
+            stream.seq_window = ((stream.seq_window << 1) | 1) & _WINDOW_MASK
+        else:
+            self._sequence(stream, seq)
+        stream.last_received_at = received_at
+        positive = margin >= 0.0
+        label = stream.last_label = lean.predicted[positive]
+        if ask:
+            self._asked += 1
+            stream.asked += 1
+        fields = {"seq": seq, "ts": ts, "y": label, "score": margin, "query": ask}
+        self._predictions += 1
+        if y is None:
+            if ask and self.label_policy == "request":
+                return fields, self._label_request(stream, seq, ts, label, margin, slots, z)
+            return fields, None
+        stream.metrics.update(known[1], lean.guess[positive])
+        if learned:
+            n = stream.learned
+            self._learned += 1
+            stream.learned += 1
+            if self.on_learn is not None:
+                self.on_learn(stream.name, n, slots, z, y)
+        return fields, None
+
+    def _label_request(self, stream: _Stream, seq: int, ts: float, label: Any, score: float,
+                       slots: Any, z: Any) -> Outbound:
+        req = self.labels.issue(stream.name, seq, (slots, z), label)
+        self._label_requests += 1
+        stream.label_requests += 1
+        return Outbound(
+            stream.label_request_topic,
+            encode_label_request(
+                req, seq, ts, label, score, self.labels.ttl_seconds,
+                stream.learner.targets.labels if stream.multilabel else None,
+            ),
+            self.label_request_qos,
+            False,
+        )
 
     def _sequence(self, stream: _Stream, seq: int) -> None:
         """Account for a reading whose ``seq`` is not the one after the last."""
@@ -995,6 +1110,8 @@ class Pipeline:
 # Label types whose value alone settles a binary stream's verdict (keyed with the
 # type: 1, 1.0 and True are equal in Python but are not all the same label).
 _SETTLED_TYPES = frozenset({str, int, bool})
+# An unlabelled reading on the one-call path: no type, no verdict, nothing to learn.
+_UNLABELLED = (None, None, 0.0)
 
 
 def _label_problem(stream: _Stream, y: Any) -> str | None:

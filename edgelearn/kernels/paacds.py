@@ -181,6 +181,36 @@ def decide(
 
 
 @jit
+def decide_learn_binary(
+    slots, values, k, t, n_slots, delta, y, only_if_asked,
+    count, mean, var, last_seen, forget, eps, z_max,
+    W, b, active, h, h_n, h_mean, h_var, h_forget, k0, out,
+    rng_state, adapt, target, gain, C, variant_i, learn_intercept,
+    tie_key, lam, B, max_weights, idx_buf, score_buf,
+):
+    """A binary ``decide_one`` and the ``learn`` of its label in one call (the
+    gateway's per-message path, where most readings carry their label): :func:`decide`,
+    then, if ``y`` (+1.0 or -1.0; 0.0: no label) is to be learned (always, or with
+    ``only_if_asked`` only when the query was drawn), :func:`learn_binary` on the
+    standardized ``values`` and :func:`sparsify` if it moved the weights. The same
+    functions in the same order as ``decide_one`` then ``learn``: the same bits,
+    with one dispatch instead of three. What changes per call comes first; the
+    rest (the model's arrays and constants) a learner passes as one prebuilt tuple.
+
+    Returns ``(margin, asked, delta, learned)``."""
+    _, margin, asked, delta = decide(
+        slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
+        W, b, active, h, h_n, h_mean, h_var, h_forget, k0, out,
+        0, delta, rng_state, adapt, target, gain,
+    )
+    learned = y != 0.0 and (asked or not only_if_asked)
+    if learned and learn_binary(slots, values, k, y, W, b, active, h, C, variant_i,
+                                learn_intercept):
+        sparsify(W, active, h, tie_key, n_slots, lam, B, max_weights, idx_buf, score_buf)
+    return margin, asked, delta, learned
+
+
+@jit
 def draw_query(margin, delta, rng_state):
     """Ask with probability ``delta / (delta + |margin|)``."""
     return next_double(rng_state) < delta / (delta + abs(margin))

@@ -172,6 +172,7 @@ class PAACDS(Learner):
         self._h_forget = 1.0 - 2.0 ** (-1.0 / h_halflife)
         self._lam = 0.0 if lam is None else float(lam)
         self._max_weights = capacity if max_weights is None else max_weights
+        self._fused_model: tuple = (None, ())  # see _decide_learn
 
     @property
     def current_delta(self) -> float:
@@ -211,6 +212,53 @@ class PAACDS(Learner):
         space.advance()
         code = margin >= 0.0 if binary else best
         return Decision(self._label_of(code), margin, asked, slots, z)
+
+    def decide_and_learn(self, x: dict, y=None, only_if_asked: bool = False):
+        """:meth:`decide_one` on ``x``, then :meth:`learn` of its label ``y`` unless
+        ``y`` is None (or, with ``only_if_asked``, the learner did not ask); returns
+        ``(decision, learned)``. The same state, decision and errors as those two
+        calls; for a binary learner that knows ``y`` already, one kernel call does
+        both (the gateway's per-message path: most readings carry their label)."""
+        if y is not None and self.binary:
+            sign = self.targets.known_sign(y)
+            if sign:
+                slots, z = self.channels.claim(x)
+                margin, asked, learned = self._decide_learn(slots, z, sign, only_if_asked)
+                return Decision(self._label_of(margin >= 0.0), margin, asked, slots, z), learned
+        decision = self.decide_one(x)
+        learned = y is not None and (decision.ask or not only_if_asked)
+        if learned:
+            self.learn(decision.slots, decision.z, y)
+        return decision, learned
+
+    def _decide_learn(self, slots, z, sign: float, only_if_asked: bool):
+        """The binary kernel of :meth:`decide_and_learn` on claimed ``(slots, z)`` (z
+        standardized in place) and the known label's ``sign`` (+1.0 or -1.0; 0.0:
+        decide only): ``(margin, asked, learned)``."""
+        space = self.channels
+        model = self._fused_model
+        if model[0] is not space:  # built once per channel space (from_state swaps it)
+            model = self._fused_model = self._fused_arguments()
+        margin, asked, self._current_delta, learned = K.decide_learn_binary(
+            slots, z, len(slots), space.t, space.n_assigned, self._current_delta, sign,
+            only_if_asked, *model[1],
+        )
+        space.advance()
+        return margin, asked, learned
+
+    def _fused_arguments(self):
+        # The arrays never change identity (states load into them), nor do the
+        # parameters after construction: one tuple, splatted per call.
+        space = self.channels
+        target = self.target_query_rate
+        return space, (
+            space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+            space.z_max, self.W, self.b, self.active, self.h, self.h_n, self.h_mean,
+            self.h_var, self._h_forget, _K0, self._scores, self.rng_state, target is not None,
+            0.0 if target is None else target, self.budget_gain, self.C, self._variant_i,
+            self.learn_intercept, space.name_key, self._lam, self.B, self._max_weights,
+            self._idx_buf, self._score_buf,
+        )
 
     def _score(self, slots, z):
         K.scores(slots, z, len(slots), self.W, self.b, self.active, self.h, self._scores)
