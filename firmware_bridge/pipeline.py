@@ -343,14 +343,22 @@ class _LeanBinary:
     whether it is the stream's positive one, and per settled label its verdict and the
     learner's sign for it. Nothing here can change once both sides are settled."""
 
-    __slots__ = ("decide_learn", "claim", "predicted", "guess", "labels")
+    __slots__ = ("decide_learn", "space", "predicted", "guess", "labels", "slots_of",
+                 "layout")
+
+    #: Name orders whose slots are kept (a stream's sensors send one or a few).
+    SLOT_ORDERS = 16
 
     def __init__(self, stream: _Stream):
         learner = stream.learner
         targets = learner.targets
         settled = stream.settled_sides
         self.decide_learn = learner._decide_learn
-        self.claim = learner.channels.claim
+        self.space = learner.channels
+        # The slots of the channel names in a reading's order, while no slot changes
+        # hands (the space's counts of assigned and evicted slots stay as they were).
+        self.slots_of: dict[tuple, np.ndarray] = {}
+        self.layout = (-1, -1)
         # Index: margin >= 0 (what decide_one's label is made of).
         self.predicted = (targets.decode(False), targets.decode(True))
         self.guess = tuple(settled[p][1] for p in self.predicted)
@@ -360,6 +368,25 @@ class _LeanBinary:
             for label, (kind, truth) in settled.items()
             if targets.known_sign(label)
         }
+
+    def claim(self, channels: dict) -> tuple[np.ndarray, np.ndarray]:
+        """``space.claim(channels)``, the slots of a known name order looked up once:
+        the same arrays (every channel dict the pipeline passes holds finite floats,
+        which claim takes as they are). A cached slots array is shared by the readings
+        of its order; nothing writes to one (kernels, the label table and the journal
+        only read slots)."""
+        space = self.space
+        if (space.n_assigned, space.n_evicted) != self.layout:
+            self.slots_of.clear()
+            self.layout = (space.n_assigned, space.n_evicted)
+        names = tuple(channels)
+        slots = self.slots_of.get(names)
+        if slots is None:
+            slots, z = space.claim(channels)
+            if len(slots) == len(names) and len(self.slots_of) < self.SLOT_ORDERS:
+                self.slots_of[names] = slots  # cleared above if this claimed a slot
+            return slots, z
+        return slots, np.fromiter(channels.values(), np.float64, len(names))
 
     @staticmethod
     def fits(stream: _Stream) -> bool:
