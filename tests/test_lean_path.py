@@ -168,3 +168,31 @@ def test_decide_and_learn_equals_decide_one_then_learn(only_if_asked):
         np.testing.assert_array_equal(array, reference.to_state()["learned"][name], err_msg=name)
     with pytest.raises(ValueError, match="third"):
         fused.decide_and_learn({"a": 1.0}, "maybe")
+
+
+def test_copies_of_a_learner_take_their_own_arrays_on_the_one_call_path():
+    """A clone, deepcopy, pickle or state copy made after the one-call path ran
+    continues exactly as the original and never writes to the original's arrays (the
+    kernel's packed model refers to the arrays it was built from)."""
+    import copy
+    import pickle
+
+    rng = np.random.default_rng(4)
+    data = [({"a": float(rng.normal()), "b": float(rng.normal())}, bool(rng.random() < 0.5))
+            for _ in range(400)]
+    model = PAACDS(capacity=4, target_query_rate=0.3, seed=2)
+    for x, y in data[:200]:
+        model.decide_and_learn(x, y)
+    copies = [model.clone(include_attributes=True), copy.deepcopy(model),
+              pickle.loads(pickle.dumps(model)), PAACDS.from_state(model.to_state())]
+    before = model.to_state()["learned"]
+    for other in copies:
+        for x, y in data[200:]:
+            other.decide_and_learn(x, y)
+    for name, array in model.to_state()["learned"].items():  # untouched by the copies
+        np.testing.assert_array_equal(array, before[name], err_msg=name)
+    for x, y in data[200:]:
+        model.decide_and_learn(x, y)
+    for other in copies:
+        for name, array in other.to_state()["learned"].items():
+            np.testing.assert_array_equal(array, model.to_state()["learned"][name], err_msg=name)

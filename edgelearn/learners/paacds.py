@@ -172,7 +172,7 @@ class PAACDS(Learner):
         self._h_forget = 1.0 - 2.0 ** (-1.0 / h_halflife)
         self._lam = 0.0 if lam is None else float(lam)
         self._max_weights = capacity if max_weights is None else max_weights
-        self._fused_model: list = [None, (), None]  # see _decide_learn
+        self._fused = _Fused()  # see _decide_learn
 
     @property
     def current_delta(self) -> float:
@@ -236,32 +236,31 @@ class PAACDS(Learner):
         standardized in place) and the known label's ``sign`` (+1.0 or -1.0; 0.0:
         decide only): ``(margin, asked, learned)``."""
         space = self.channels
-        model = self._fused_model
-        if model[0] is not space:  # built once per channel space (from_state swaps it)
-            model = self._fused_model = self._fused_arguments()
-        args = (slots, z, len(slots), space.t, space.n_assigned, self._current_delta, sign,
-                only_if_asked, *model[1])
-        kernel = model[2]
-        if kernel is None:
-            kernel = K.decide_learn_binary
-            model[2] = _compiled_entry(kernel, args)  # compiles on the first call
-        margin, asked, self._current_delta, learned = kernel(*args)
+        fused = self._fused
+        if fused.space is not space:  # built once per channel space (from_state swaps it)
+            fused.space, fused.model = space, self._binary_model()
+            fused.kernel = _compiled_entry(K.decide_learn_model, (
+                slots, z, len(slots), space.t, space.n_assigned, self._current_delta, sign,
+                only_if_asked, fused.model))
+        margin, asked, self._current_delta, learned = fused.kernel(
+            slots, z, len(slots), space.t, space.n_assigned, self._current_delta, sign,
+            only_if_asked, fused.model)
         space.advance()
         return margin, asked, learned
 
-    def _fused_arguments(self) -> list:
+    def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the
-        # parameters after construction: one tuple, splatted per call.
+        # parameters after construction: one BinaryModel holds them for every call.
         space = self.channels
         target = self.target_query_rate
-        return [space, (
+        return K.new_binary_model(
             space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
             space.z_max, self.W, self.b, self.active, self.h, self.h_n, self.h_mean,
             self.h_var, self._h_forget, _K0, self._scores, self.rng_state, target is not None,
             0.0 if target is None else target, self.budget_gain, self.C, self._variant_i,
             self.learn_intercept, space.name_key, self._lam, self.B, self._max_weights,
             self._idx_buf, self._score_buf,
-        ), None]
+        )
 
     def _score(self, slots, z):
         K.scores(slots, z, len(slots), self.W, self.b, self.active, self.h, self._scores)
@@ -335,6 +334,24 @@ class PAACDS(Learner):
         load_arrays(self, learned, [n for n in self._LEARNED if n != "b" or "b" in learned])
         self._current_delta = float(learned["delta"])
         self._load_targets(learned)
+
+
+class _Fused:
+    """What :meth:`PAACDS._decide_learn` builds on its first call: the channel space it
+    was built for, the :class:`~edgelearn.kernels.paacds.BinaryModel` of the learner's
+    arrays and the compiled kernel. A copy or a pickle of the learner starts without
+    (its own arrays are other ones): built again on its first call."""
+
+    __slots__ = ("space", "model", "kernel")
+
+    def __init__(self):
+        self.space = self.model = self.kernel = None
+
+    def __deepcopy__(self, memo):
+        return _Fused()
+
+    def __reduce__(self):
+        return _Fused, ()
 
 
 def _compiled_entry(dispatcher, args):
