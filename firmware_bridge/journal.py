@@ -63,15 +63,23 @@ class Lesson(NamedTuple):
     y: Any
 
 
-def _encode(stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any, y: Any) -> bytes:
+def _encode(stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any, y: Any,
+            pack: Any = None) -> bytes:
+    # One lesson per labelled message: a journal passes its own packer (packb makes
+    # one per call), and the usual dtypes' names are looked up, not built.
     slots = np.asarray(slots)
     z = np.asarray(z)
-    payload = msgpack.packb(
-        [stream, n, layout[0], layout[1], slots.dtype.str, slots.tobytes(), z.dtype.str,
-         z.tobytes(), y],
-        use_bin_type=True,
-    )
+    payload = (pack or _new_packer().pack)(
+        [stream, n, layout[0], layout[1], _DTYPE_NAMES.get(slots.dtype) or slots.dtype.str,
+         slots.tobytes(), _DTYPE_NAMES.get(z.dtype) or z.dtype.str, z.tobytes(), y])
     return _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
+def _new_packer() -> msgpack.Packer:
+    return msgpack.Packer(use_bin_type=True)
+
+
+_DTYPE_NAMES = {np.dtype(t): np.dtype(t).str for t in (np.int32, np.int64, np.float64)}
 
 
 class LabelJournal:
@@ -100,6 +108,7 @@ class LabelJournal:
         self.bytes_written = 0
         self.dropped = 0
         self.syncs = 0
+        self._pack = _new_packer().pack  # one thread appends (the gateway's worker)
 
     @property
     def wants_checkpoint(self) -> bool:
@@ -110,7 +119,7 @@ class LabelJournal:
                y: Any) -> bool:
         """Write one lesson; False (and counted in ``dropped``) if it would pass
         ``max_bytes``. Raises ``OSError`` if the write fails."""
-        record = _encode(stream, n, layout, slots, z, y)
+        record = _encode(stream, n, layout, slots, z, y, self._pack)
         if self.size + len(record) > self.max_bytes:
             self.dropped += 1
             return False
