@@ -174,6 +174,9 @@ _FEATURE_BYTES_PER_CHANNEL = 4 + 8
 _ARRAY_OVERHEAD_BYTES = 2 * 112
 # A stream's bookkeeping beyond its learner: topic strings, counters, metrics rows.
 _STREAM_OVERHEAD_BYTES = 2048
+# One entry of a binary PAACDS stream's slot table (_LeanBinary) beyond its names: the
+# tuple and array headers and the dict slot (sys.getsizeof, rounded up).
+_SLOT_ORDER_BYTES = 56 + 112 + 104
 _METRIC_ROW_BYTES = 256
 
 
@@ -346,8 +349,18 @@ class _LeanBinary:
     __slots__ = ("decide_learn", "space", "predicted", "guess", "labels", "slots_of",
                  "layout")
 
-    #: Name orders whose slots are kept (a stream's sensors send one or a few).
+    #: Name orders whose slots are kept (a stream's sensors send one or a few, and
+    #: channels that drop out make a few more), of readings of at most SLOT_NAMES
+    #: channels; others are claimed name by name.
     SLOT_ORDERS = 16
+    SLOT_NAMES = 8
+
+    @classmethod
+    def memory_bytes(cls, max_name_bytes: int) -> int:
+        """The most the slot table can hold: per order a tuple of names (kept alive
+        with it), a slots array and the dict entry."""
+        per_name = 8 + 4 + 49 + max_name_bytes  # tuple entry, slot, the str itself
+        return cls.SLOT_ORDERS * (_SLOT_ORDER_BYTES + cls.SLOT_NAMES * per_name)
 
     def __init__(self, stream: _Stream):
         learner = stream.learner
@@ -383,7 +396,8 @@ class _LeanBinary:
         slots = self.slots_of.get(names)
         if slots is None:
             slots, z = space.claim(channels)
-            if len(slots) == len(names) and len(self.slots_of) < self.SLOT_ORDERS:
+            if (len(slots) == len(names) <= self.SLOT_NAMES
+                    and len(self.slots_of) < self.SLOT_ORDERS):
                 self.slots_of[names] = slots  # cleared above if this claimed a slot
             return slots, z
         return slots, np.fromiter(channels.values(), np.float64, len(names))
@@ -538,6 +552,8 @@ class Pipeline:
         self._jitted_batches = (self._fast_batches and learner_kind == "paacds"
                                 and self._learner_params_norm.get("n_classes", 2) == 2)
         self._batch_decoder: Any = None
+        # Binary PAACDS streams take the one-call path once their labels are settled.
+        self._lean_streams = isinstance(prototype, PAACDS) and prototype.task == "binary"
 
     # -- the per-message path --------------------------------------------------
 
@@ -1062,6 +1078,8 @@ class Pipeline:
         per_stream = self._learner_bytes + _STREAM_OVERHEAD_BYTES + (
             _METRIC_ROW_BYTES * self._n_labels
         )
+        if self._lean_streams:
+            per_stream += _LeanBinary.memory_bytes(self.limits.max_channel_name_bytes)
         features = _FEATURE_BYTES_PER_CHANNEL * self.limits.max_channels + _ARRAY_OVERHEAD_BYTES
         pending = self.labels.capacity * (_PENDING_ENTRY_BYTES + features) + (
             self.labels.recent_capacity * _RECENT_ID_BYTES
