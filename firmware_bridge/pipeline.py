@@ -347,7 +347,7 @@ class _LeanBinary:
     learner's sign for it. Nothing here can change once both sides are settled."""
 
     __slots__ = ("decide_learn", "space", "predicted", "guess", "labels", "slots_of",
-                 "layout")
+                 "layout", "learn_if_asked")
 
     #: Name orders whose slots are kept (a stream's sensors send one or a few, and
     #: channels that drop out make a few more), of readings of at most SLOT_NAMES
@@ -362,7 +362,9 @@ class _LeanBinary:
         per_name = 8 + 4 + 49 + max_name_bytes  # tuple entry, slot, the str itself
         return cls.SLOT_ORDERS * (_SLOT_ORDER_BYTES + cls.SLOT_NAMES * per_name)
 
-    def __init__(self, stream: _Stream):
+    def __init__(self, stream: _Stream, label_policy: str):
+        # "from_data" replays learn a recorded label only when the learner asked.
+        self.learn_if_asked = label_policy == "from_data"
         learner = stream.learner
         targets = learner.targets
         settled = stream.settled_sides
@@ -776,7 +778,7 @@ class Pipeline:
         """Give a binary PAACDS stream whose labels are settled its one-call path (or
         take it back: labels settled since are looked up again)."""
         stream.lean_checked = len(stream.settled_sides)
-        stream.lean = _LeanBinary(stream) if _LeanBinary.fits(stream) else None
+        stream.lean = _LeanBinary(stream, self.label_policy) if _LeanBinary.fits(stream) else None
 
     def _predict_lean(self, stream: _Stream, lean: _LeanBinary, ts: float, seq: int,
                       channels: dict, y: Any, known: tuple, received_at: float
@@ -793,8 +795,7 @@ class Pipeline:
         except (ValueError, TypeError) as exc:
             self._reject("learner_error", "stream %r seq %d: %s", stream.name, seq, exc)
             return None
-        margin, ask, learned = lean.decide_learn(
-            slots, z, known[2], self.label_policy == "from_data")
+        margin, ask, learned = lean.decide_learn(slots, z, known[2], lean.learn_if_asked)
         self._data += 1
         stream.data += 1
         if seq == stream.last_seq + 1:
