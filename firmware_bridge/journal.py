@@ -2,8 +2,11 @@
 
 Checkpoints are written every few minutes (SD cards wear out); a process killed in
 between would forget the labels learned since. So each lesson is appended to
-``labels.journal`` in the checkpoint directory *before* the learner takes it: the
-stream, ``n`` (the stream's ``learned`` count before this lesson), the features the
+``labels.journal`` in the checkpoint directory before the message that taught it is
+acknowledged (before the learner takes it, or, on the one-call path of settled
+binary PAACDS streams, right after it and its count: a process killed in between
+loses the lesson with the learner's memory, and the broker delivers the message
+again): the stream, ``n`` (the stream's ``learned`` count before this lesson), the features the
 learner kept at prediction time (``slots``, ``z``) and the label. At start the
 gateway restores the checkpoints and then replays the journal on top of them
 (:func:`replay`), so a SIGKILL at any moment loses no label the gateway had learned;

@@ -58,6 +58,10 @@ channel names, nothing to drop) is decoded once and checked by
 :func:`~firmware_bridge.protocol.plain_reading`; anything else goes through
 :func:`~firmware_bridge.protocol.parse_message`, which gives every verdict. Both end in
 the same code, and ``tests/test_fast_path.py`` holds them to the same outputs.
+A binary PAACDS stream whose two labels are settled then predicts, scores and
+learns a reading whose label is settled (or absent) in one kernel call
+(``PAACDS._decide_learn``, :class:`_LeanBinary`); ``tests/test_lean_path.py`` holds
+it to the per-call path byte for byte.
 
 Nothing a client sends stops the pipeline: every reject is counted by reason
 (:meth:`Pipeline.counters`) and logged at most once per ``log_interval_s`` per reason.
@@ -538,9 +542,12 @@ class Pipeline:
         self._batches = 0
         self._sequence_counts = dict.fromkeys(SEQUENCE_COUNTERS, 0)
         self.on_learn: Callable[[str, int, Any, Any, Any], None] | None = None
-        """Called as ``on_learn(stream, n, slots, z, y)`` before a stream learns its
-        ``n``-th label (``n`` counts from 0, as the ``learned`` counter); the gateway
-        journals it there (:mod:`firmware_bridge.journal`)."""
+        """Called as ``on_learn(stream, n, slots, z, y)`` when a stream learns its
+        ``n``-th label (``n`` counts from 0, as the ``learned`` counter), before
+        :meth:`handle` returns: before the learner takes it, or, on the one-call path
+        of settled binary PAACDS streams (:meth:`_predict_lean`), right after it took
+        it and the counts say so; the gateway journals it there
+        (:mod:`firmware_bridge.journal`)."""
         # The fast path (see handle): data topics of the streams that exist, names
         # that passed the rules, a decoder and an encoder set up once.
         self._data_topics: dict[str, _Stream] = {}

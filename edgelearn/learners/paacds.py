@@ -358,6 +358,7 @@ def _compiled_entry(dispatcher, args):
     """The compiled function ``dispatcher`` runs for ``args`` (compiled, or loaded from
     numba's cache, now), to be called directly with arguments of the same types:
     numba's dispatcher types every argument of every call, about 0.7 µs of the
-    gateway's per-message kernel call with its 38 arguments. Only for callers whose
-    arguments cannot change type: numba does not check an array's dtype on this path."""
+    gateway's per-message kernel call. Only for callers whose arguments cannot change
+    type (claim's int32 slots and float64 values, the learner's own model): this path
+    converts arguments to the types it was compiled for without checking them all."""
     return dispatcher.compile(tuple(dispatcher.typeof_pyval(a) for a in args))
