@@ -101,7 +101,6 @@ import edgelearn
 from edgelearn._validation import check_number
 from edgelearn.constraints import InstanceOf, Interval, OneOf, Options, check_params
 from edgelearn.learners.base import BinaryTargets
-from edgelearn.learners.paacds import PAACDS
 from edgelearn.metrics import ClassificationMetrics, MultiLabelMetrics
 
 from .labels import Outcome, PendingEntry, PendingLabels
@@ -412,7 +411,7 @@ class _LeanBinary:
     def fits(stream: _Stream) -> bool:
         """Whether ``stream`` can take the one-call path now."""
         learner = stream.learner
-        if not (stream.binary and isinstance(learner, PAACDS)
+        if not (stream.binary and hasattr(learner, "_decide_learn")
                 and len(learner.targets.labels) == 2):
             return False
         settled = stream.settled_sides
@@ -562,7 +561,8 @@ class Pipeline:
                                 and self._learner_params_norm.get("n_classes", 2) == 2)
         self._batch_decoder: Any = None
         # Binary PAACDS streams take the one-call path once their labels are settled.
-        self._lean_streams = isinstance(prototype, PAACDS) and prototype.task == "binary"
+        # (PAACDS is not imported here: a gateway loads only its own learner kind.)
+        self._lean_streams = hasattr(prototype, "_decide_learn") and prototype.task == "binary"
 
     # -- the per-message path --------------------------------------------------
 
