@@ -227,7 +227,9 @@ class Gateway:
         self.pipeline.on_learn = self._journal_lesson
 
     def _journal_lesson(self, stream: str, n: int, slots: Any, z: Any, y: Any) -> None:
-        """Pipeline.on_learn: the lesson goes to the journal before the learner."""
+        """Pipeline.on_learn: the lesson goes to the journal before its message is
+        acknowledged (before the learner takes it, or right after on the pipeline's
+        one-call path; a checkpoint written here then holds it with its count)."""
         layout = self.pipeline.layout(stream)
         if self.checkpoints.saved_layout(stream) != layout:
             # The slots refer to channels the last checkpoint does not map (a new

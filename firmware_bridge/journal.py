@@ -2,8 +2,11 @@
 
 Checkpoints are written every few minutes (SD cards wear out); a process killed in
 between would forget the labels learned since. So each lesson is appended to
-``labels.journal`` in the checkpoint directory *before* the learner takes it: the
-stream, ``n`` (the stream's ``learned`` count before this lesson), the features the
+``labels.journal`` in the checkpoint directory before the message that taught it is
+acknowledged (before the learner takes it, or, on the one-call path of settled
+binary PAACDS streams, right after it and its count: a process killed in between
+loses the lesson with the learner's memory, and the broker delivers the message
+again): the stream, ``n`` (the stream's ``learned`` count before this lesson), the features the
 learner kept at prediction time (``slots``, ``z``) and the label. At start the
 gateway restores the checkpoints and then replays the journal on top of them
 (:func:`replay`), so a SIGKILL at any moment loses no label the gateway had learned;
@@ -63,15 +66,23 @@ class Lesson(NamedTuple):
     y: Any
 
 
-def _encode(stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any, y: Any) -> bytes:
+def _encode(stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any, y: Any,
+            pack: Any = None) -> bytes:
+    # One lesson per labelled message: a journal passes its own packer (packb makes
+    # one per call), and the usual dtypes' names are looked up, not built.
     slots = np.asarray(slots)
     z = np.asarray(z)
-    payload = msgpack.packb(
-        [stream, n, layout[0], layout[1], slots.dtype.str, slots.tobytes(), z.dtype.str,
-         z.tobytes(), y],
-        use_bin_type=True,
-    )
+    payload = (pack or _new_packer().pack)(
+        [stream, n, layout[0], layout[1], _DTYPE_NAMES.get(slots.dtype) or slots.dtype.str,
+         slots.tobytes(), _DTYPE_NAMES.get(z.dtype) or z.dtype.str, z.tobytes(), y])
     return _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
+def _new_packer() -> msgpack.Packer:
+    return msgpack.Packer(use_bin_type=True)
+
+
+_DTYPE_NAMES = {np.dtype(t): np.dtype(t).str for t in (np.int32, np.int64, np.float64)}
 
 
 class LabelJournal:
@@ -100,6 +111,7 @@ class LabelJournal:
         self.bytes_written = 0
         self.dropped = 0
         self.syncs = 0
+        self._pack = _new_packer().pack  # one thread appends (the gateway's worker)
 
     @property
     def wants_checkpoint(self) -> bool:
@@ -110,7 +122,7 @@ class LabelJournal:
                y: Any) -> bool:
         """Write one lesson; False (and counted in ``dropped``) if it would pass
         ``max_bytes``. Raises ``OSError`` if the write fails."""
-        record = _encode(stream, n, layout, slots, z, y)
+        record = _encode(stream, n, layout, slots, z, y, self._pack)
         if self.size + len(record) > self.max_bytes:
             self.dropped += 1
             return False

@@ -58,6 +58,10 @@ channel names, nothing to drop) is decoded once and checked by
 :func:`~firmware_bridge.protocol.plain_reading`; anything else goes through
 :func:`~firmware_bridge.protocol.parse_message`, which gives every verdict. Both end in
 the same code, and ``tests/test_fast_path.py`` holds them to the same outputs.
+A binary PAACDS stream whose two labels are settled then predicts, scores and
+learns a reading whose label is settled (or absent) in one kernel call
+(``PAACDS._decide_learn``, :class:`_LeanBinary`); ``tests/test_lean_path.py`` holds
+it to the per-call path byte for byte.
 
 Nothing a client sends stops the pipeline: every reject is counted by reason
 (:meth:`Pipeline.counters`) and logged at most once per ``log_interval_s`` per reason.
@@ -173,6 +177,9 @@ _FEATURE_BYTES_PER_CHANNEL = 4 + 8
 _ARRAY_OVERHEAD_BYTES = 2 * 112
 # A stream's bookkeeping beyond its learner: topic strings, counters, metrics rows.
 _STREAM_OVERHEAD_BYTES = 2048
+# One entry of a binary PAACDS stream's slot table (_LeanBinary) beyond its names: the
+# tuple and array headers and the dict slot (sys.getsizeof, rounded up).
+_SLOT_ORDER_BYTES = 56 + 112 + 104
 _METRIC_ROW_BYTES = 256
 
 
@@ -260,6 +267,8 @@ class _Stream:
         "last_received_at",
         "last_label",
         "settled_sides",
+        "lean",
+        "lean_checked",
     )
 
     def __init__(self, name: str, learner: Any, topics: Topics):
@@ -300,6 +309,10 @@ class _Stream:
         # learner's): label -> is it the positive one, so the usual message skips
         # the label checks (their verdict cannot change once both are full).
         self.settled_sides: dict = {}
+        # A binary PAACDS stream whose labels are settled: what its one-call path
+        # needs (_LeanBinary), built by Pipeline._settle; None until then.
+        self.lean: _LeanBinary | None = None
+        self.lean_checked = 0  # len(settled_sides) when _settle last looked
 
     _COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels",
                  *SEQUENCE_COUNTERS)
@@ -327,6 +340,86 @@ class _Stream:
         }
 
 
+
+
+class _LeanBinary:
+    """What a binary PAACDS stream whose two labels are settled (the stream's and its
+    learner's) needs to predict, score and learn a reading in one kernel call
+    (``PAACDS._decide_learn``), all looked up once: the label a margin predicts and
+    whether it is the stream's positive one, and per settled label its verdict and the
+    learner's sign for it. Nothing here can change once both sides are settled."""
+
+    __slots__ = ("decide_learn", "space", "predicted", "guess", "labels", "slots_of",
+                 "layout", "learn_if_asked")
+
+    #: Name orders whose slots are kept (a stream's sensors send one or a few, and
+    #: channels that drop out make a few more), of readings of at most SLOT_NAMES
+    #: channels; others are claimed name by name.
+    SLOT_ORDERS = 16
+    SLOT_NAMES = 8
+
+    @classmethod
+    def memory_bytes(cls, max_name_bytes: int) -> int:
+        """The most the slot table can hold: per order a tuple of names (kept alive
+        with it), a slots array and the dict entry."""
+        per_name = 8 + 4 + 49 + max_name_bytes  # tuple entry, slot, the str itself
+        return cls.SLOT_ORDERS * (_SLOT_ORDER_BYTES + cls.SLOT_NAMES * per_name)
+
+    def __init__(self, stream: _Stream, label_policy: str):
+        # "from_data" replays learn a recorded label only when the learner asked.
+        self.learn_if_asked = label_policy == "from_data"
+        learner = stream.learner
+        targets = learner.targets
+        settled = stream.settled_sides
+        self.decide_learn = learner._decide_learn
+        self.space = learner.channels
+        # The slots of the channel names in a reading's order, while no slot changes
+        # hands (the space's counts of assigned and evicted slots stay as they were).
+        self.slots_of: dict[tuple, np.ndarray] = {}
+        self.layout = (-1, -1)
+        # Index: margin >= 0 (what decide_one's label is made of).
+        self.predicted = (targets.decode(False), targets.decode(True))
+        self.guess = tuple(settled[p][1] for p in self.predicted)
+        # label -> (its type, truth for the metrics, the learner's sign of it)
+        self.labels = {
+            label: (kind, truth, targets.known_sign(label))
+            for label, (kind, truth) in settled.items()
+            if targets.known_sign(label)
+        }
+
+    def claim(self, channels: dict) -> tuple[np.ndarray, np.ndarray]:
+        """``space.claim(channels)``, the slots of a known name order looked up once:
+        the same arrays (every channel dict the pipeline passes holds finite floats,
+        which claim takes as they are). A cached slots array is shared by the readings
+        of its order; nothing writes to one (kernels, the label table and the journal
+        only read slots)."""
+        space = self.space
+        if (space.n_assigned, space.n_evicted) != self.layout:
+            self.slots_of.clear()
+            self.layout = (space.n_assigned, space.n_evicted)
+        names = tuple(channels)
+        slots = self.slots_of.get(names)
+        if slots is None:
+            slots, z = space.claim(channels)
+            if (len(slots) == len(names) <= self.SLOT_NAMES
+                    and len(self.slots_of) < self.SLOT_ORDERS):
+                self.slots_of[names] = slots  # cleared above if this claimed a slot
+            return slots, z
+        return slots, np.fromiter(channels.values(), np.float64, len(names))
+
+    @staticmethod
+    def fits(stream: _Stream) -> bool:
+        """Whether ``stream`` can take the one-call path now."""
+        learner = stream.learner
+        if not (stream.binary and hasattr(learner, "_decide_learn")
+                and len(learner.targets.labels) == 2):
+            return False
+        settled = stream.settled_sides
+        for code in (False, True):
+            known = settled.get(learner.targets.decode(code))
+            if known is None or known[0] is not learner.targets.decode(code).__class__:
+                return False
+        return True
 
 
 class Pipeline:
@@ -448,9 +541,12 @@ class Pipeline:
         self._batches = 0
         self._sequence_counts = dict.fromkeys(SEQUENCE_COUNTERS, 0)
         self.on_learn: Callable[[str, int, Any, Any, Any], None] | None = None
-        """Called as ``on_learn(stream, n, slots, z, y)`` before a stream learns its
-        ``n``-th label (``n`` counts from 0, as the ``learned`` counter); the gateway
-        journals it there (:mod:`firmware_bridge.journal`)."""
+        """Called as ``on_learn(stream, n, slots, z, y)`` when a stream learns its
+        ``n``-th label (``n`` counts from 0, as the ``learned`` counter), before
+        :meth:`handle` returns: before the learner takes it, or, on the one-call path
+        of settled binary PAACDS streams (:meth:`_predict_lean`), right after it took
+        it and the counts say so; the gateway journals it there
+        (:mod:`firmware_bridge.journal`)."""
         # The fast path (see handle): data topics of the streams that exist, names
         # that passed the rules, a decoder and an encoder set up once.
         self._data_topics: dict[str, _Stream] = {}
@@ -464,6 +560,9 @@ class Pipeline:
         self._jitted_batches = (self._fast_batches and learner_kind == "paacds"
                                 and self._learner_params_norm.get("n_classes", 2) == 2)
         self._batch_decoder: Any = None
+        # Binary PAACDS streams take the one-call path once their labels are settled.
+        # (PAACDS is not imported here: a gateway loads only its own learner kind.)
+        self._lean_streams = hasattr(prototype, "_decide_learn") and prototype.task == "binary"
 
     # -- the per-message path --------------------------------------------------
 
@@ -640,6 +739,16 @@ class Pipeline:
         the policy says; return its prediction map and label request (or None), or None
         if the learner refused it (counted)."""
         ts, seq, channels, y = reading
+        lean = stream.lean
+        if lean is not None:
+            if y is None:
+                known = _UNLABELLED
+            else:
+                known = lean.labels.get(y) if y.__class__ in _SETTLED_TYPES else None
+                if known is not None and known[0] is not y.__class__:
+                    known = None
+            if known is not None:
+                return self._predict_lean(stream, lean, ts, seq, channels, y, known, received_at)
         learner = stream.learner
         try:
             decision = learner.decide_one(channels)
@@ -664,21 +773,78 @@ class Pipeline:
         request = None
         if y is None:
             if ask and self.label_policy == "request":
-                req = self.labels.issue(stream.name, seq, (decision.slots, decision.z), label)
-                request = Outbound(
-                    stream.label_request_topic,
-                    encode_label_request(
-                        req, seq, ts, label, decision.score, self.labels.ttl_seconds,
-                        learner.targets.labels if stream.multilabel else None,
-                    ),
-                    self.label_request_qos,
-                    False,
-                )
-                self._label_requests += 1
-                stream.label_requests += 1
+                request = self._label_request(stream, seq, ts, label, decision.score,
+                                              decision.slots, decision.z)
         elif self._score(stream, y, label) and (self.label_policy != "from_data" or ask):
             self._learn(stream, decision.slots, decision.z, y)
+        if len(stream.settled_sides) != stream.lean_checked:
+            self._settle(stream)
         return fields, request
+
+    def _settle(self, stream: _Stream) -> None:
+        """Give a binary PAACDS stream whose labels are settled its one-call path (or
+        take it back: labels settled since are looked up again)."""
+        stream.lean_checked = len(stream.settled_sides)
+        stream.lean = _LeanBinary(stream, self.label_policy) if _LeanBinary.fits(stream) else None
+
+    def _predict_lean(self, stream: _Stream, lean: _LeanBinary, ts: float, seq: int,
+                      channels: dict, y: Any, known: tuple, received_at: float
+                      ) -> tuple[dict[str, Any], Outbound | None] | None:
+        """:meth:`_predict` of a reading of a settled binary PAACDS stream whose label
+        is settled or absent (``known``: its type, verdict and the learner's sign): one
+        kernel call observes, predicts, decides to ask and learns the label as the
+        policy says; the same state, outputs and counts as ``decide_one``, ``_score``
+        and ``_learn``. ``on_learn`` hears of the lesson after the learner took it and
+        the counts say so, so a checkpoint it writes holds the lesson with its count
+        (the message is not acknowledged before the journal has it either way)."""
+        try:
+            slots, z = lean.claim(channels)
+        except (ValueError, TypeError) as exc:
+            self._reject("learner_error", "stream %r seq %d: %s", stream.name, seq, exc)
+            return None
+        margin, ask, learned = lean.decide_learn(slots, z, known[2], lean.learn_if_asked)
+        self._data += 1
+        stream.data += 1
+        if seq == stream.last_seq + 1:
+            stream.last_seq = seq
+            stream.seq_window = ((stream.seq_window << 1) | 1) & _WINDOW_MASK
+        else:
+            self._sequence(stream, seq)
+        stream.last_received_at = received_at
+        positive = margin >= 0.0
+        label = stream.last_label = lean.predicted[positive]
+        if ask:
+            self._asked += 1
+            stream.asked += 1
+        fields = {"seq": seq, "ts": ts, "y": label, "score": margin, "query": ask}
+        self._predictions += 1
+        if y is None:
+            if ask and self.label_policy == "request":
+                return fields, self._label_request(stream, seq, ts, label, margin, slots, z)
+            return fields, None
+        stream.metrics.update(known[1], lean.guess[positive])
+        if learned:
+            n = stream.learned
+            self._learned += 1
+            stream.learned += 1
+            if self.on_learn is not None:
+                self.on_learn(stream.name, n, slots, z, y)
+        return fields, None
+
+    def _label_request(self, stream: _Stream, seq: int, ts: float, label: Any, score: float,
+                       slots: Any, z: Any) -> Outbound:
+        req = self.labels.issue(stream.name, seq, (slots, z), label)
+        self._label_requests += 1
+        stream.label_requests += 1
+        return Outbound(
+            stream.label_request_topic,
+            encode_label_request(
+                req, seq, ts, label, score, self.labels.ttl_seconds,
+                stream.learner.targets.labels if stream.multilabel else None,
+            ),
+            self.label_request_qos,
+            False,
+        )
 
     def _sequence(self, stream: _Stream, seq: int) -> None:
         """Account for a reading whose ``seq`` is not the one after the last."""
@@ -920,6 +1086,8 @@ class Pipeline:
         per_stream = self._learner_bytes + _STREAM_OVERHEAD_BYTES + (
             _METRIC_ROW_BYTES * self._n_labels
         )
+        if self._lean_streams:
+            per_stream += _LeanBinary.memory_bytes(self.limits.max_channel_name_bytes)
         features = _FEATURE_BYTES_PER_CHANNEL * self.limits.max_channels + _ARRAY_OVERHEAD_BYTES
         pending = self.labels.capacity * (_PENDING_ENTRY_BYTES + features) + (
             self.labels.recent_capacity * _RECENT_ID_BYTES
@@ -995,6 +1163,8 @@ class Pipeline:
 # Label types whose value alone settles a binary stream's verdict (keyed with the
 # type: 1, 1.0 and True are equal in Python but are not all the same label).
 _SETTLED_TYPES = frozenset({str, int, bool})
+# An unlabelled reading on the one-call path: no type, no verdict, nothing to learn.
+_UNLABELLED = (None, None, 0.0)
 
 
 def _label_problem(stream: _Stream, y: Any) -> str | None:

@@ -914,7 +914,7 @@ def plain_reading(
         return None
     if not names.all_good(channels):
         return None
-    if y is not None and _label_problem(y, limits) is not None:
+    if y is not None and y.__class__ is not bool and _label_problem(y, limits) is not None:
         return None
     if int in kinds:
         channels = {name: float(value) for name, value in channels.items()}

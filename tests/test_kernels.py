@@ -978,3 +978,66 @@ def test_stream_of_kernels_equals_stream_of_references(case):
     assert model_k["active"].any()
     # the bias moved only if it is learned, and sparsity never touched it
     assert np.any(model_k["b"] != 0.0) == bias
+
+
+@pytest.mark.parametrize("only_if_asked", [False, True])
+@pytest.mark.parametrize("case", [c for c in SEQUENCE_CASES if c[0] == 1])
+def test_decide_learn_binary_equals_the_references_in_turn(case, only_if_asked):
+    """The gateway's one-call kernel (observe, score, ask, adapt, learn, sparsify)
+    against the plain references of each step, on a stream where labels come and go."""
+    _, forget, variant_i, lam, B, max_weights, target, bias = case
+    rng = np.random.default_rng([SEQUENCE_CASES.index(case), 14])
+    capacity, d, steps = 16, 12, 300
+    eps, z_max, k0, C, gain = 1e-8, 4.0, 5.0, 1.0, 0.5
+    h_forget = 1.0 - 2.0 ** (-1.0 / 25.0)
+    offsets = rng.normal(0, 20, size=d)
+    scales = rng.uniform(0.1, 30, size=d)
+    truth = rng.normal(size=d)
+    appears = np.sort(rng.integers(0, steps // 3, size=d))
+    stats_k, stats_r = new_stats(capacity), new_stats(capacity)
+    model_k, model_r = new_model(capacity, 1), new_model(capacity, 1)
+    out = np.zeros(1)
+    idx_buf, score_buf = K.allocate_scratch(capacity)
+    tie_key = np.arange(float(capacity))
+    rng_k, rng_r = new_state(7), 7
+    delta_k = delta_r = 1.0
+    n_learned = 0
+    for t in range(steps):
+        raw = rng.normal(size=d)
+        present = (appears <= t) & (rng.random(d) > rng.uniform(0, 0.5))
+        slots = rng.permutation(np.flatnonzero(present)).astype(np.int32)
+        n_slots = int(np.sum(appears <= t))
+        values = offsets[slots] + scales[slots] * raw[slots]
+        y = 0.0 if rng.random() < 0.3 else (1.0 if truth @ raw > 0 else -1.0)  # 0: no label
+
+        z_k = values.copy()
+        margin, asked, delta_k, learned = K.decide_learn_binary(
+            slots, z_k, len(slots), t, n_slots, delta_k, y, only_if_asked,
+            stats_k["count"], stats_k["mean"], stats_k["var"], stats_k["last_seen"], forget, eps,
+            z_max, model_k["W"], model_k["b"], model_k["active"], model_k["h"], model_k["h_n"],
+            model_k["h_mean"], model_k["h_var"], h_forget, k0, out, rng_k, target > 0.0, target,
+            gain, C, variant_i, bias, tie_key, lam, B, max_weights, idx_buf, score_buf,
+        )
+        z_r, out_r, _, stats_r, model_r = naive.observe_scores(
+            slots, values, stats_r, t, forget, eps, z_max, model_r, h_forget, k0)
+        ask_r, rng_r = naive.draw_query(out_r[0], delta_r, rng_r)
+        if target > 0.0:
+            delta_r = naive.adapt_delta(delta_r, ask_r, target, gain)
+        learned_r = y != 0.0 and (ask_r or not only_if_asked)
+        if learned_r:
+            model_r, changed_r = naive.learn_binary(slots, z_r, y, model_r, C, variant_i, bias)
+            if changed_r:
+                model_r = naive.sparsify(model_r, n_slots, lam, B, max_weights, tie_key)
+        assert (bool(asked), bool(learned)) == (ask_r, learned_r), f"step {t}"
+        assert margin == pytest.approx(out_r[0], rel=1e-9, abs=1e-12)
+        assert delta_k == pytest.approx(delta_r, rel=1e-9)
+        n_learned += learned_r
+        np.testing.assert_allclose(z_k, z_r, rtol=1e-9, atol=1e-12, err_msg=f"z at step {t}")
+        for name, got, expected in (("stats", stats_k, stats_r), ("model", model_k, model_r)):
+            for key in got:
+                if got[key].dtype.kind in "biu":
+                    np.testing.assert_array_equal(got[key], expected[key], err_msg=f"{name}.{key} at step {t}")
+                else:
+                    np.testing.assert_allclose(got[key], expected[key], rtol=1e-9, atol=1e-12,
+                                               err_msg=f"{name}.{key} at step {t}")
+    assert 0 < n_learned < steps and model_k["active"].any()

@@ -313,6 +313,12 @@ class BinaryTargets(Targets):
             side = self._register(y)
         return 1.0 if side == _POSITIVE else -1.0
 
+    def known_sign(self, y) -> float:
+        """+1.0 or -1.0 for a label ``y`` already known, 0.0 for any other (nothing
+        is registered)."""
+        side = self._find(_plain(y))
+        return 0.0 if side is None else (1.0 if side == _POSITIVE else -1.0)
+
     def _register(self, y) -> int:
         _check_label(self.owner, y)
         free = [s for s in (_POSITIVE, _NEGATIVE) if self._pair[s] is None]

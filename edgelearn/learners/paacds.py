@@ -172,6 +172,7 @@ class PAACDS(Learner):
         self._h_forget = 1.0 - 2.0 ** (-1.0 / h_halflife)
         self._lam = 0.0 if lam is None else float(lam)
         self._max_weights = capacity if max_weights is None else max_weights
+        self._fused = _Fused()  # see _decide_learn
 
     @property
     def current_delta(self) -> float:
@@ -211,6 +212,55 @@ class PAACDS(Learner):
         space.advance()
         code = margin >= 0.0 if binary else best
         return Decision(self._label_of(code), margin, asked, slots, z)
+
+    def decide_and_learn(self, x: dict, y=None, only_if_asked: bool = False):
+        """:meth:`decide_one` on ``x``, then :meth:`learn` of its label ``y`` unless
+        ``y`` is None (or, with ``only_if_asked``, the learner did not ask); returns
+        ``(decision, learned)``. The same state, decision and errors as those two
+        calls; for a binary learner that knows ``y`` already, one kernel call does
+        both (the gateway's per-message path: most readings carry their label)."""
+        if y is not None and self.binary:
+            sign = self.targets.known_sign(y)
+            if sign:
+                slots, z = self.channels.claim(x)
+                margin, asked, learned = self._decide_learn(slots, z, sign, only_if_asked)
+                return Decision(self._label_of(margin >= 0.0), margin, asked, slots, z), learned
+        decision = self.decide_one(x)
+        learned = y is not None and (decision.ask or not only_if_asked)
+        if learned:
+            self.learn(decision.slots, decision.z, y)
+        return decision, learned
+
+    def _decide_learn(self, slots, z, sign: float, only_if_asked: bool):
+        """The binary kernel of :meth:`decide_and_learn` on claimed ``(slots, z)`` (z
+        standardized in place) and the known label's ``sign`` (+1.0 or -1.0; 0.0:
+        decide only): ``(margin, asked, learned)``."""
+        space = self.channels
+        fused = self._fused
+        if fused.space is not space:  # built once per channel space (from_state swaps it)
+            fused.space, fused.model = space, self._binary_model()
+            fused.kernel = _compiled_entry(K.decide_learn_model, (
+                slots, z, len(slots), space.t, space.n_assigned, self._current_delta, sign,
+                only_if_asked, fused.model))
+        margin, asked, self._current_delta, learned = fused.kernel(
+            slots, z, len(slots), space.t, space.n_assigned, self._current_delta, sign,
+            only_if_asked, fused.model)
+        space.advance()
+        return margin, asked, learned
+
+    def _binary_model(self) -> K.BinaryModel:
+        # The arrays never change identity (states load into them), nor do the
+        # parameters after construction: one BinaryModel holds them for every call.
+        space = self.channels
+        target = self.target_query_rate
+        return K.new_binary_model(
+            space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+            space.z_max, self.W, self.b, self.active, self.h, self.h_n, self.h_mean,
+            self.h_var, self._h_forget, _K0, self._scores, self.rng_state, target is not None,
+            0.0 if target is None else target, self.budget_gain, self.C, self._variant_i,
+            self.learn_intercept, space.name_key, self._lam, self.B, self._max_weights,
+            self._idx_buf, self._score_buf,
+        )
 
     def _score(self, slots, z):
         K.scores(slots, z, len(slots), self.W, self.b, self.active, self.h, self._scores)
@@ -284,3 +334,31 @@ class PAACDS(Learner):
         load_arrays(self, learned, [n for n in self._LEARNED if n != "b" or "b" in learned])
         self._current_delta = float(learned["delta"])
         self._load_targets(learned)
+
+
+class _Fused:
+    """What :meth:`PAACDS._decide_learn` builds on its first call: the channel space it
+    was built for, the :class:`~edgelearn.kernels.paacds.BinaryModel` of the learner's
+    arrays and the compiled kernel. A copy or a pickle of the learner starts without
+    (its own arrays are other ones): built again on its first call."""
+
+    __slots__ = ("space", "model", "kernel")
+
+    def __init__(self):
+        self.space = self.model = self.kernel = None
+
+    def __deepcopy__(self, memo):
+        return _Fused()
+
+    def __reduce__(self):
+        return _Fused, ()
+
+
+def _compiled_entry(dispatcher, args):
+    """The compiled function ``dispatcher`` runs for ``args`` (compiled, or loaded from
+    numba's cache, now), to be called directly with arguments of the same types:
+    numba's dispatcher types every argument of every call, about 0.7 µs of the
+    gateway's per-message kernel call. Only for callers whose arguments cannot change
+    type (claim's int32 slots and float64 values, the learner's own model): this path
+    converts arguments to the types it was compiled for without checking them all."""
+    return dispatcher.compile(tuple(dispatcher.typeof_pyval(a) for a in args))

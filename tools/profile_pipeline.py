@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Where a single reading's CPU goes in ``Pipeline.handle``: each step of the
+per-message path timed alone on the stream of ``tools/bench_gateway.py``'s "pipeline
+alone" (occupancy, channels dropping out with probability 0.01, every reading
+labelled; PAACDS with 64 slots, target query rate 0.1), beside a bare msgpack
+decode and encode of the same payloads. CPU time per message
+(``time.process_time``), the least of ``--passes`` passes, after a warm-up pass.
+
+Each row is its step alone, run over every reading again, so rows that write state
+(the learner, the counters) time the same work as ``handle`` does, not the same
+results. The steps: ``unpack`` (msgpack), ``plain_reading`` (the fast path's
+checks), ``claim`` (channel names to slots, :class:`~firmware_bridge.pipeline.
+_LeanBinary`), ``decide_learn`` (claim and the one kernel call that observes,
+predicts, asks and learns), ``_predict`` (that, the counters, the sequence and the
+metrics), ``_answer`` (that and the encoded prediction), ``handle`` (all of it).
+
+Example::
+
+    python tools/profile_pipeline.py --count 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import msgpack  # noqa: E402
+
+from firmware_bridge.pipeline import Pipeline  # noqa: E402
+from firmware_bridge.protocol import Topics, encode_data, plain_reading  # noqa: E402
+
+
+def cpu_per_item(function, items, passes: int) -> float:
+    """The least CPU time per item, in µs, over ``passes`` passes."""
+    best = float("inf")
+    for _ in range(passes):
+        began = time.process_time()
+        for item in items:
+            function(item)
+        best = min(best, time.process_time() - began)
+    return best / len(items) * 1e6
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=20000, help="readings (default: 20000)")
+    parser.add_argument("--passes", type=int, default=5, help="passes, the least counts (default: 5)")
+    args = parser.parse_args(argv)
+    from simulate_sensors import messages
+
+    readings = [(time.time(), seq, channels, y) for _, seq, channels, y in messages(
+        "occupancy", ["p0"], count=args.count, drop=0.01, with_labels=True, loop=True)]
+    payloads = [encode_data(*reading) for reading in readings]
+    topic = Topics().data("p0")
+    pipeline = Pipeline("paacds", {"capacity": 64, "target_query_rate": 0.1})
+    for payload in payloads:  # warm-up: kernels compiled, both labels seen
+        pipeline.handle(topic, payload, 0.0)
+    stream = pipeline._streams["p0"]
+    lean = stream.lean
+    if lean is None:
+        raise SystemExit("profile_pipeline: the stream did not take the one-call path")
+    limits, names = pipeline.limits, pipeline._names
+    decoded = [pipeline._unpack(payload) for payload in payloads]
+    plain = [plain_reading(obj, limits, names) for obj in decoded]
+    packer = msgpack.Packer()
+
+    def bare(payload):
+        message = msgpack.unpackb(payload)
+        return packer.pack({"seq": message["seq"], "ts": message["ts"], "y": True,
+                            "score": 0.5, "query": False})
+
+    def decide_learn(reading):
+        slots, z = lean.claim(reading[2])
+        return lean.decide_learn(slots, z, lean.labels[reading[3]][2], lean.learn_if_asked)
+
+    rows = {
+        "bare msgpack decode + encode": cpu_per_item(bare, payloads, args.passes),
+        "unpack": cpu_per_item(pipeline._unpack, payloads, args.passes),
+        "plain_reading": cpu_per_item(lambda o: plain_reading(o, limits, names), decoded,
+                                      args.passes),
+        "claim": cpu_per_item(lambda r: lean.claim(r[2]), plain, args.passes),
+        "decide_learn": cpu_per_item(decide_learn, plain, args.passes),
+        "_predict": cpu_per_item(lambda r: pipeline._predict(stream, r, 0.0), plain, args.passes),
+        "_answer": cpu_per_item(lambda r: pipeline._answer(stream, r, 0.0), plain, args.passes),
+        "handle": cpu_per_item(lambda p: pipeline.handle(topic, p, 0.0), payloads, args.passes),
+    }
+    print(f"CPU us per reading, least of {args.passes} passes over {args.count} "
+          f"(load {' '.join(f'{v:.2f}' for v in os.getloadavg())})")
+    for name, value in rows.items():
+        print(f"  {name:30s} {value:6.2f}")
+    print(f"  handle / bare                  {rows['handle'] / rows['bare msgpack decode + encode']:6.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
