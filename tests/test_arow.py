@@ -317,6 +317,27 @@ def test_checkpoint_restore_continues_bit_identically():
             restored.learn(b.slots, b.z, y)
 
 
+def test_a_checkpoint_from_before_bins_loads_as_the_linear_model():
+    # Before bins, a state had no 'n_bins' parameter and no 'bin_freq': it was n_bins=0.
+    data = list(linear_stream(1500, 8))
+    model = ActiveAROW(seed=4, n_bins=0)
+    for x, y in data[:1000]:
+        d = model.decide_one(x)
+        if d.ask:
+            model.learn(d.slots, d.z, y)
+    old = model.to_state()
+    del old["params"]["n_bins"]
+    del old["learned"]["bin_freq"]
+    restored = edgelearn.from_state(checkpoint.loads(checkpoint.dumps(old)))
+    assert restored.n_bins == 0 and restored.W.shape == model.W.shape
+    for x, y in data[1000:]:
+        a, b = model.decide_one(x), restored.decide_one(x)
+        assert (a.label, a.ask) == (b.label, b.ask) and a.score.hex() == b.score.hex()
+        if a.ask:
+            model.learn(a.slots, a.z, y)
+            restored.learn(b.slots, b.z, y)
+
+
 def test_make_learner_kind_and_default():
     assert isinstance(edgelearn.make_learner("active_arow", {"r": 3.0}), ActiveAROW)
     assert edgelearn.DEFAULT_KIND in edgelearn.KINDS
