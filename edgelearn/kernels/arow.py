@@ -14,10 +14,11 @@ binary model, ``n_classes`` otherwise):
 An instance is ``(slots[:k], z[:k])``; a negative slot is a channel the model
 does not know (read-only prediction), which adds nothing to the margin.
 
-With ``n_bins`` bins the model's features are more than the channel space's:
-:func:`expand` maps the ``k`` standardized values to ``k (1 + n_bins)``
-features, each value followed, after all of them, by its channel's centered
-bin code (``capacity`` linear slots first, then ``n_bins`` slots per channel),
+With ``n_bins`` bins the model has more features than the channel space has
+channels: :func:`expand` maps an instance's ``k`` standardized values to
+``k (1 + n_bins)`` features, the ``k`` values first, then each channel's
+``n_bins`` centered bin codes.  The model arrays have ``capacity (1 + n_bins)``
+columns (the ``capacity`` linear slots first, then ``n_bins`` per channel),
 and ``bin_freq[capacity, n_bins]`` holds each channel's bin frequencies.
 """
 
