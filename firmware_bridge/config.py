@@ -422,8 +422,8 @@ SCHEMA: dict[str, Section] = {
             mistake; robust to label noise) or "ensemble" (AC_OE: chunk-trained members
             whose weights decay with their mistakes, for streams whose concept drifts).
             Those four ask for every label. "active_arow" (active learning beyond the
-            papers: confidence-weighted updates with a per-channel variance, so a new
-            sensor learns fast, and label requests where the model is least sure, at a
+            papers: confidence-weighted updates with a per-weight variance on each
+            channel's value and its bin, so a new sensor learns fast, and label requests where the model is least sure, at a
             held rate; docs/results-label-budget.md measures it beside River). For streams
             whose labels are label sets (maps of label name to bool): "kelm_multilabel"
             (semi-supervised multi-label KELM; its parameters: edgelearn.MultiLabelKELM).
@@ -470,11 +470,21 @@ _HEADER = """\
 _LEARNER_PARAMS = """\
 [learner.params]
 # Parameters of that learner (edgelearn.make_learner(kind, params)); anything the
-# learner does not take is an error. For paacds:
+# learner does not take is an error. For active_arow (the default kind) and paacds alike:
 capacity = 64                  # channel slots per stream (the fixed size of its arrays)
 target_query_rate = 0.1        # ask for about this fraction of labels
 evict_after = 1000             # messages a channel must be absent before its slot is reused
 seed = 0                       # query decisions are reproducible per stream
+# Further active_arow parameters, with their defaults:
+# r = 80.0                     # regularization: the larger, the more cautious each step
+# n_bins = 8                   # bins per channel of its additive part; 0: a linear model
+# query_power = 5.0            # sharpness of the query rule
+# variance_floor = 0.3         # no learned variance below this: keeps following drift
+# threshold = 1.0              # initial query threshold (adapted when target_query_rate is set)
+# budget_gain = 0.5
+# learn_intercept = true
+# n_classes = 2                # 2: binary (any two labels); more: multiclass
+#
 # Further paacds parameters, with their defaults:
 # C = 1.0                      # aggressiveness (largest update step)
 # B = 0.64                     # fraction of active channels kept after each update

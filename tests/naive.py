@@ -975,3 +975,39 @@ def arow_draw_query(u, threshold, power, rng):
 def arow_adapt_threshold(threshold, asked, target, gain):
     threshold *= math.exp(gain * (target - float(asked)))
     return min(max(threshold, 1e-6), 1e6)
+
+
+def arow_bin_of(value, edges):
+    """The bin of ``value`` among ``len(edges) + 1``: edges are lower bounds."""
+    return sum(1 for e in edges if value >= e)
+
+
+def arow_count_bins(slots, z, edges, freq, count, forget):
+    """Each present channel's bin frequencies move toward its one-hot bin at
+    rate ``max(1 / count, forget)``."""
+    freq = np.array(freq, dtype=float)
+    for s, v in zip(slots, z):
+        if s < 0:
+            continue
+        a = max(1.0 / max(count[s], 1), forget)
+        onehot = np.zeros(freq.shape[1])
+        onehot[arow_bin_of(v, edges)] = 1.0
+        freq[s] = (1.0 - a) * freq[s] + a * onehot
+    return freq
+
+
+def arow_expand(slots, z, edges, freq, capacity):
+    """``(slots, z)`` of the model's features: the values, then each
+    channel's one-hot bin code minus its bin frequencies (slots ``capacity +
+    s * n_bins + b``); an unknown channel's codes are slot -1, value 0."""
+    n_bins = freq.shape[1]
+    out_slots, out_z = list(slots), list(z)
+    for s, v in zip(slots, z):
+        for b in range(n_bins):
+            if s < 0:
+                out_slots.append(-1)
+                out_z.append(0.0)
+            else:
+                out_slots.append(capacity + s * n_bins + b)
+                out_z.append(float(b == arow_bin_of(v, edges)) - freq[s, b])
+    return out_slots, out_z

@@ -15,6 +15,7 @@ from edgelearn import ActiveAROW
 from edgelearn import state as checkpoint
 from edgelearn.kernels import arow as K
 from edgelearn.kernels.rng import new_state
+from edgelearn.learners import arow as arow_learner
 
 RTOL = 1e-12
 
@@ -154,6 +155,62 @@ def test_forget_slot_restores_the_prior():
     assert np.all(W[:, [0, 1, 3, 4]] == 1) and np.all(S[:, [0, 1, 3, 4]] == 0.1)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_bins_count_and_expand_match(seed):
+    rng = np.random.default_rng([17, seed])
+    capacity, n_bins = 9, [2, 3, 8][seed % 3]
+    edges = arow_learner.bin_edges(n_bins)
+    freq = rng.dirichlet(np.ones(n_bins), size=capacity)
+    count = rng.integers(0, 50, size=capacity)
+    forget = [0.0, 0.01, 0.5][seed % 3]
+    slots, z = instance(rng, capacity, int(rng.integers(0, 7)), unknown=seed % 4 == 0)
+    z[: len(z) // 2] = edges[rng.integers(0, len(edges), size=len(z) // 2)]  # values on an edge
+    expected = naive.arow_count_bins(slots, z, edges, freq, count, forget)
+    got = freq.copy()
+    K.count_bins(slots, z, len(slots), edges, got, count, forget)
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=1e-15)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-12)  # still frequencies
+    for v in z:
+        assert K.bin_of(v, edges) == naive.arow_bin_of(v, edges)
+    out_slots = np.zeros(capacity * (1 + n_bins), dtype=np.int32)
+    out_z = np.zeros(capacity * (1 + n_bins))
+    n = K.expand(slots, z, len(slots), edges, got, capacity, out_slots, out_z)
+    expected_slots, expected_z = naive.arow_expand(slots, z, edges, got, capacity)
+    assert n == len(expected_slots) == len(slots) * (1 + n_bins)
+    np.testing.assert_array_equal(out_slots[:n], expected_slots)
+    np.testing.assert_allclose(out_z[:n], expected_z, rtol=RTOL, atol=1e-15)
+
+
+def test_bin_edges_cut_the_normal_evenly_and_a_constant_channel_codes_zero():
+    assert arow_learner.bin_edges(0).shape == (0,)
+    edges = arow_learner.bin_edges(4)
+    np.testing.assert_allclose(edges, [-0.6744897501960817, 0.0, 0.6744897501960817], rtol=1e-12)
+    draws = np.random.default_rng(1).normal(size=20000)
+    shares = np.bincount([K.bin_of(v, edges) for v in draws], minlength=4) / len(draws)
+    np.testing.assert_allclose(shares, 0.25, atol=0.02)
+    # a channel always in one bin: frequency 1 there, so its code is all zeros
+    freq = np.zeros((3, 4))
+    slots, z = np.array([1], dtype=np.int32), np.array([0.1])
+    for n in range(1, 6):
+        K.count_bins(slots, z, 1, edges, freq, np.array([0, n, 0]), 0.0)
+    out_slots, out_z = np.zeros(15, dtype=np.int32), np.zeros(15)
+    assert K.expand(slots, z, 1, edges, freq, 3, out_slots, out_z) == 5
+    assert out_z[0] == 0.1 and np.all(out_z[1:5] == 0.0)
+    np.testing.assert_array_equal(out_slots[:5], [1, 3 + 4, 3 + 5, 3 + 6, 3 + 7])
+
+
+def test_forget_bins_restores_the_prior_of_one_channel():
+    capacity, n_bins = 4, 3
+    W = np.ones((2, capacity * (1 + n_bins)))
+    S = np.full_like(W, 0.1)
+    freq = np.full((capacity, n_bins), 1 / 3)
+    K.forget_bins(1, freq, capacity, W, S, 1.0)
+    mine = [capacity + 1 * n_bins + b for b in range(n_bins)]
+    assert np.all(W[:, mine] == 0) and np.all(S[:, mine] == 1.0) and np.all(freq[1] == 0)
+    others = [j for j in range(W.shape[1]) if j not in mine]
+    assert np.all(W[:, others] == 1) and np.all(S[:, others] == 0.1) and np.all(freq[[0, 2, 3]] == 1 / 3)
+
+
 # -- the learner ------------------------------------------------------------------
 
 
@@ -165,12 +222,15 @@ def linear_stream(n, seed, n_channels=5, p_missing=0.3):
         yield x, values[0] - values[1] + 0.5 * values[2] > 0.3
 
 
-@pytest.mark.parametrize("n_classes,capacity", [(2, 16), (2, 256), (5, 64)])
-def test_memory_bytes_is_the_documented_bound_and_fixed(n_classes, capacity):
-    model = ActiveAROW(n_classes=n_classes, capacity=capacity)
+@pytest.mark.parametrize("n_classes,capacity,n_bins", [(2, 16, 8), (2, 256, 8), (5, 64, 8), (2, 64, 0), (3, 16, 2)])
+def test_memory_bytes_is_the_documented_bound_and_fixed(n_classes, capacity, n_bins):
+    model = ActiveAROW(n_classes=n_classes, capacity=capacity, n_bins=n_bins)
     rows = 1 if n_classes == 2 else n_classes
     labels = 64 * n_classes
-    bound = 16 * rows * (capacity + 2) + 8 + labels + model.channels.memory_bytes()
+    bins = model.n_bins
+    features = capacity * (1 + bins)
+    bound = (16 * rows * (features + 2) + 8 + 8 * capacity * bins + 8 * max(bins - 1, 0) + 12 * features + labels
+             + model.channels.memory_bytes())
     assert model.memory_bytes() == bound
     for i, (x, y) in enumerate(linear_stream(3000, 1)):
         x[f"extra-{i % 500}"] = 1.0
@@ -212,6 +272,7 @@ def test_zero_margin_predicts_false_and_probabilities():
         # the probability agrees with the prediction, and is probit of the margin
         assert (proba[True] > 0.5) == model.predict_one(x)
         slots, z = model.channels.transform(x, True)
+        slots, z = naive.arow_expand(slots, z, arow_learner.bin_edges(model.n_bins), model.bin_freq, model.capacity)
         m, v = naive.arow_margin_variance(slots, z, {"W": model.W, "S": model.S, "b": model.b, "Sb": model.Sb}, 0)
         assert proba[True] == pytest.approx(0.5 * math.erfc(-m / math.sqrt(2 * (1 + v))), rel=1e-12)
 
@@ -256,6 +317,27 @@ def test_checkpoint_restore_continues_bit_identically():
             restored.learn(b.slots, b.z, y)
 
 
+def test_a_checkpoint_from_before_bins_loads_as_the_linear_model():
+    # Before bins, a state had no 'n_bins' parameter and no 'bin_freq': it was n_bins=0.
+    data = list(linear_stream(1500, 8))
+    model = ActiveAROW(seed=4, n_bins=0)
+    for x, y in data[:1000]:
+        d = model.decide_one(x)
+        if d.ask:
+            model.learn(d.slots, d.z, y)
+    old = model.to_state()
+    del old["params"]["n_bins"]
+    del old["learned"]["bin_freq"]
+    restored = edgelearn.from_state(checkpoint.loads(checkpoint.dumps(old)))
+    assert restored.n_bins == 0 and restored.W.shape == model.W.shape
+    for x, y in data[1000:]:
+        a, b = model.decide_one(x), restored.decide_one(x)
+        assert (a.label, a.ask) == (b.label, b.ask) and a.score.hex() == b.score.hex()
+        if a.ask:
+            model.learn(a.slots, a.z, y)
+            restored.learn(b.slots, b.z, y)
+
+
 def test_make_learner_kind_and_default():
     assert isinstance(edgelearn.make_learner("active_arow", {"r": 3.0}), ActiveAROW)
     assert edgelearn.DEFAULT_KIND in edgelearn.KINDS
@@ -268,7 +350,8 @@ def test_make_learner_kind_and_default():
     ("r", 0, ValueError), ("r", "1", TypeError), ("query_power", -1.0, ValueError),
     ("target_query_rate", 1.5, ValueError), ("variance_floor", 1.0, ValueError), ("variance_floor", -0.1, ValueError), ("threshold", 0.0, ValueError), ("budget_gain", True, TypeError),
     ("learn_intercept", 1, TypeError), ("n_classes", 1, ValueError), ("capacity", 0, ValueError),
-    ("evict_after", 0, ValueError), ("seed", -1, ValueError),
+    ("evict_after", 0, ValueError), ("seed", -1, ValueError), ("n_bins", -2, ValueError),
+    ("n_bins", 2.0, TypeError),
 ])
 def test_bad_parameters_are_named(param, value, error):
     with pytest.raises(error) as info:

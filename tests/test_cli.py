@@ -32,7 +32,8 @@ def test_demo_replay_learns_with_a_tenth_of_the_labels(capsys):
 
 
 def test_budget_and_learner_options(capsys):
-    _, out, _ = run(capsys, "replay", "--json", "--quiet", "--label-budget", "0.3", "--set", "variant='PAACDS-I'")
+    _, out, _ = run(capsys, "replay", "--json", "--quiet", "--learner", "paacds", "--label-budget", "0.3",
+                      "--set", "variant='PAACDS-I'")
     summary = json.loads(out)
     assert abs(summary["streams"]["office-1"]["query_rate"] - 0.3) < 0.01
     assert "PAACDS-I" in summary["learner"]
@@ -41,7 +42,7 @@ def test_budget_and_learner_options(capsys):
 
 
 def test_bad_options_name_the_problem(capsys):
-    status, _, err = run(capsys, "replay", "--set", "C=-1")
+    status, _, err = run(capsys, "replay", "--learner", "paacds", "--set", "C=-1")
     assert status == 2 and "The 'C' parameter of PAACDS must be a float in (0, inf]. Got -1." in err
     status, _, err = run(capsys, "replay", "--learner", "pa", "--label-budget", "0.1")
     assert status == 2 and "--label-budget needs an active learner" in err
@@ -90,7 +91,7 @@ def test_csv_replay_is_the_jitted_replay(tmp_path, capsys):
         f"t{i},{X[i, 0]},{'' if i % 5 == 0 else X[i, 1]},{X[i, 2]},{y[i]}" for i in range(400)
     ]
     path.write_text("\n".join(lines) + "\n")
-    status, out, _ = run(capsys, "replay", str(path), "--json", "--label-budget", "0.2")
+    status, out, _ = run(capsys, "replay", str(path), "--json", "--learner", "paacds", "--label-budget", "0.2")
     assert status == 0
     stream = json.loads(out)["streams"]["sensors"]
     X[::5, 1] = np.nan

@@ -37,7 +37,7 @@ def test_the_shipped_config_validates_and_uses_the_documented_defaults():
     assert config.mqtt.clean_start is False and config.mqtt.subscribe_qos == 1
     assert config.label_request_qos == 1
     assert config.checkpoint_interval_s >= 60  # minutes, for SD cards
-    assert config.learner_kind == "paacds" and config.learner_params["capacity"] == 64
+    assert config.learner_kind == edgelearn.DEFAULT_KIND and config.learner_params["capacity"] == 64
     config.make_pipeline()  # builds
 
 

@@ -76,21 +76,21 @@ def _cli(*args, cwd=None):
 
 
 def test_cli_replay_many_logs_and_tune(logs, tmp_path):
-    out = _cli("replay", str(logs / "*.msgpack"), "--grid", "C=0.5,2", "--set", "capacity=8",
+    out = _cli("replay", str(logs / "*.msgpack"), "--learner", "paacds", "--grid", "C=0.5,2", "--set", "capacity=8",
                "--json", "--csv", str(tmp_path / "r.csv"))
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     assert len([r for r in rows if r["stream"] == "(overall)"]) == 2
     assert (tmp_path / "r.csv").read_text().startswith("params,logs,stream,")
-    out = _cli("tune", str(logs), "--grid", "C=0.5,2", "--set", "capacity=8", "--label-budget", "0.2",
+    out = _cli("tune", str(logs), "--learner", "paacds", "--grid", "C=0.5,2", "--set", "capacity=8", "--label-budget", "0.2",
                "--results", str(tmp_path / "t.jsonl"), "--write", str(tmp_path / "best.toml"))
     assert out.returncode == 0, out.stderr
     assert "ranked by accuracy" in out.stdout and "[learner.params]" in out.stdout
     assert "[4/4]" in out.stderr
     best = tomllib.loads((tmp_path / "best.toml").read_text())["learner"]["params"]
     assert best["capacity"] == 8 and best["target_query_rate"] == 0.2 and best["C"] in (0.5, 2)
-    out = _cli("tune", str(logs), "--grid", "C=0.5,2", "--set", "capacity=8", "--label-budget", "0.2",
+    out = _cli("tune", str(logs), "--learner", "paacds", "--grid", "C=0.5,2", "--set", "capacity=8", "--label-budget", "0.2",
                "--results", str(tmp_path / "t.jsonl"))
     assert out.returncode == 0 and "[" not in out.stderr.split("\n", 1)[1]  # nothing rerun
-    out = _cli("tune", str(logs), "--grid", "C=-1")
+    out = _cli("tune", str(logs), "--learner", "paacds", "--grid", "C=-1")
     assert out.returncode == 2 and "The 'C' parameter of PAACDS" in out.stderr

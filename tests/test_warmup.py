@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+import edgelearn
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -57,7 +59,7 @@ REPLAY = textwrap.dedent("""
 def test_warmup_fills_the_cache_the_gateway_then_loads_from(tmp_path):
     cache = tmp_path / "numba"
     (first,) = _warmup(cache)
-    assert first["kind"] == "paacds"
+    assert first["kind"] == edgelearn.DEFAULT_KIND
     assert first["compiled"] > 0 and first["loaded"] == 0
     assert [str(cache)] == [str(Path(d).parent) for d in first["cache_dirs"]]
     assert list(cache.rglob("*.nbi")), "no Numba index files in the cache folder"

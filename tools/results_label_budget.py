@@ -18,7 +18,8 @@ absent dict key.  The verdict, and the default learner kind it implies, are
 computed from the numbers.
 
 Tuning uses seeds 1000 and up only, which the page never reports:
-``--tune`` searches ActiveAROW's ``r``, ``query_power`` and ``variance_floor``; River's
+``--tune`` searches ActiveAROW's ``r`` and ``n_bins`` (``query_power`` and
+``variance_floor`` at their defaults, chosen by an earlier grid); River's
 ``discount_factor`` is searched per (protocol, task) for a 20% query rate.
 
 Run from the repository root::
@@ -83,7 +84,7 @@ METRICS = ("f1", "accuracy", "balanced_accuracy", "query_rate")
 METRIC_NAMES = {"f1": "F1", "accuracy": "accuracy", "balanced_accuracy": "balanced accuracy",
                 "query_rate": "query rate"}
 #: ActiveAROW's parameters searched by --tune.
-TUNE_GRID = {"r": (30.0, 50.0, 80.0), "query_power": (5.0, 8.0), "variance_floor": (0.0, 0.3)}
+TUNE_GRID = {"r": (50.0, 80.0, 120.0), "n_bins": (0, 8, 12), "query_power": (5.0,), "variance_floor": (0.3,)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -502,7 +503,7 @@ def parse_args(argv):
     parser.add_argument("--discount-steps", type=int, default=12,
                         help="bisection steps of the search for River's discount_factor (default: 12)")
     parser.add_argument("--tune", action="store_true",
-                        help="search ActiveAROW's r, query_power and variance_floor on seeds %s and print the table "
+                        help="search ActiveAROW's r and n_bins on seeds %s and print the table "
                              "instead of writing the page" % ", ".join(map(str, TUNE_SEEDS)))
     args = parser.parse_args(argv)
     if args.jobs < 1:

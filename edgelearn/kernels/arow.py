@@ -13,6 +13,13 @@ binary model, ``n_classes`` otherwise):
 
 An instance is ``(slots[:k], z[:k])``; a negative slot is a channel the model
 does not know (read-only prediction), which adds nothing to the margin.
+
+With ``n_bins`` bins the model has more features than the channel space has
+channels: :func:`expand` maps an instance's ``k`` standardized values to
+``k (1 + n_bins)`` features, the ``k`` values first, then each channel's
+``n_bins`` centered bin codes.  The model arrays have ``capacity (1 + n_bins)``
+columns (the ``capacity`` linear slots first, then ``n_bins`` per channel),
+and ``bin_freq[capacity, n_bins]`` holds each channel's bin frequencies.
 """
 
 import math
@@ -150,3 +157,69 @@ def adapt_threshold(threshold, asked, target, gain):
     [THRESHOLD_MIN, THRESHOLD_MAX]."""
     threshold *= math.exp(gain * (target - (1.0 if asked else 0.0)))
     return min(max(threshold, THRESHOLD_MIN), THRESHOLD_MAX)
+
+
+@jit
+def bin_of(value, edges):
+    """The bin of ``value``: the number of ``edges`` (ascending) at or below it."""
+    b = 0
+    while b < len(edges) and value >= edges[b]:
+        b += 1
+    return b
+
+
+@jit
+def count_bins(slots, z, k, edges, bin_freq, count, forget):
+    """Fold each present channel's bin into its bin frequencies, at the rate
+    the channel space's mean moves (``max(1 / count, forget)``, ``count``
+    already including this instance), so a channel's bin frequencies and
+    its standardization describe the same stretch of the stream."""
+    for j in range(k):
+        s = slots[j]
+        if s < 0:
+            continue
+        a = max(1.0 / max(count[s], 1), forget)
+        c = bin_of(z[j], edges)
+        for b in range(bin_freq.shape[1]):
+            bin_freq[s, b] = (1.0 - a) * bin_freq[s, b] + (a if b == c else 0.0)
+
+
+@jit
+def expand(slots, z, k, edges, bin_freq, capacity, out_slots, out_z):
+    """The model's features of an instance into ``out_slots``, ``out_z``;
+    returns their number, ``k (1 + n_bins)``.
+
+    First the ``k`` standardized values as they are (the linear part), then
+    per channel its bin code centered on the channel's bin frequencies,
+    ``1[bin == b] - p_b`` for each bin ``b``: a one-hot code minus its mean,
+    so a channel that always falls in one bin adds nothing (its code is 0)
+    instead of acting as a second intercept.  An unknown channel (negative
+    slot) gives negative slots, which add nothing."""
+    n_bins = bin_freq.shape[1]
+    for j in range(k):
+        out_slots[j] = slots[j]
+        out_z[j] = z[j]
+    n = k
+    for j in range(k):
+        s = slots[j]
+        c = bin_of(z[j], edges) if s >= 0 else -1
+        for b in range(n_bins):
+            if s < 0:
+                out_slots[n] = -1
+                out_z[n] = 0.0
+            else:
+                out_slots[n] = capacity + s * n_bins + b
+                out_z[n] = (1.0 if b == c else 0.0) - bin_freq[s, b]
+            n += 1
+    return n
+
+
+@jit
+def forget_bins(slot, bin_freq, capacity, W, S, prior_var):
+    """A recycled slot's bin weights and frequencies start over."""
+    n_bins = bin_freq.shape[1]
+    for b in range(n_bins):
+        bin_freq[slot, b] = 0.0
+        for c in range(W.shape[0]):
+            W[c, capacity + slot * n_bins + b] = 0.0
+            S[c, capacity + slot * n_bins + b] = prior_var

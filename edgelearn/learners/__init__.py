@@ -75,7 +75,7 @@ def __dir__() -> list[str]:
 #: :func:`make_learner` get when none is named: ActiveAROW if it meets the
 #: label-budget aim on ``docs/results-label-budget.md`` (which checks this
 #: value against its own verdict), PAACDS otherwise.
-DEFAULT_KIND = "paacds"
+DEFAULT_KIND = "active_arow"
 
 
 def make_learner(kind: str | None = None, params: dict | None = None) -> Learner:
