@@ -60,7 +60,7 @@ channel names, nothing to drop) is decoded once and checked by
 the same code, and ``tests/test_fast_path.py`` holds them to the same outputs.
 A binary PAACDS stream whose two labels are settled then predicts, scores and
 learns a reading whose label is settled (or absent) in one kernel call
-(``PAACDS._decide_learn``, :class:`_LeanBinary`); ``tests/test_lean_path.py`` holds
+(``_decide_learn`` of PAACDS and ActiveAROW, :class:`_LeanBinary`); ``tests/test_lean_path.py`` holds
 it to the per-call path byte for byte.
 
 Nothing a client sends stops the pipeline: every reject is counted by reason
@@ -345,12 +345,12 @@ class _Stream:
 class _LeanBinary:
     """What a binary PAACDS stream whose two labels are settled (the stream's and its
     learner's) needs to predict, score and learn a reading in one kernel call
-    (``PAACDS._decide_learn``), all looked up once: the label a margin predicts and
+    (``_decide_learn``: PAACDS, ActiveAROW), all looked up once: the label a margin predicts and
     whether it is the stream's positive one, and per settled label its verdict and the
     learner's sign for it. Nothing here can change once both sides are settled."""
 
-    __slots__ = ("decide_learn", "space", "predicted", "guess", "labels", "slots_of",
-                 "layout", "learn_if_asked")
+    __slots__ = ("decide_learn", "space", "predicted", "zero_positive", "guess", "labels",
+                 "slots_of", "layout", "learn_if_asked")
 
     #: Name orders whose slots are kept (a stream's sensors send one or a few, and
     #: channels that drop out make a few more), of readings of at most SLOT_NAMES
@@ -377,8 +377,10 @@ class _LeanBinary:
         # hands (the space's counts of assigned and evicted slots stay as they were).
         self.slots_of: dict[tuple, np.ndarray] = {}
         self.layout = (-1, -1)
-        # Index: margin >= 0 (what decide_one's label is made of).
+        # Index: the margin's side (what decide_one's label is made of); a margin of
+        # exactly 0 is the learner's call (PAACDS: positive, ActiveAROW: negative).
         self.predicted = (targets.decode(False), targets.decode(True))
+        self.zero_positive = learner._ZERO_MARGIN_POSITIVE
         self.guess = tuple(settled[p][1] for p in self.predicted)
         # label -> (its type, truth for the metrics, the learner's sign of it)
         self.labels = {
@@ -811,7 +813,7 @@ class Pipeline:
         else:
             self._sequence(stream, seq)
         stream.last_received_at = received_at
-        positive = margin >= 0.0
+        positive = margin > 0.0 or (margin == 0.0 and lean.zero_positive)
         label = stream.last_label = lean.predicted[positive]
         if ask:
             self._asked += 1

@@ -24,7 +24,11 @@ and ``bin_freq[capacity, n_bins]`` holds each channel's bin frequencies.
 
 import math
 
+from numba.core import types
+from numba.experimental import structref
+
 from ._jit import jit
+from .channels import observe_standardize
 from .rng import next_double
 
 #: The query threshold stays within these bounds (in standard deviations).
@@ -223,3 +227,91 @@ def forget_bins(slot, bin_freq, capacity, W, S, prior_var):
         for c in range(W.shape[0]):
             W[c, capacity + slot * n_bins + b] = 0.0
             S[c, capacity + slot * n_bins + b] = prior_var
+
+
+@jit
+def decide_learn_binary(
+    slots, values, k, t, threshold, y, only_if_asked,
+    count, mean, var, last_seen, forget, eps, z_max,
+    edges, bin_freq, capacity, feature_slots, feature_z,
+    W, S, b, Sb, out_m, out_v, r, floor, power, rng_state, adapt, target, gain,
+):
+    """A binary ``decide_one`` and the ``learn`` of its label in one call (the
+    gateway's per-message path, where most readings carry their label): observe and
+    standardize ``values`` in place (:func:`~edgelearn.kernels.channels.
+    observe_standardize`), :func:`count_bins`, :func:`expand` into ``feature_slots``
+    and ``feature_z``, :func:`margin_variance` of row 0 into ``out_m``, ``out_v``,
+    :func:`confidence`, :func:`draw_query` and, with ``adapt``, :func:`adapt_threshold`;
+    then, if ``y`` (+1.0 or -1.0; 0.0: no label) is to be learned (always, or with
+    ``only_if_asked`` only when the query was drawn), :func:`learn_row` on the same
+    features (``learn`` expands the instance again from bin frequencies nothing has
+    moved since). The same functions in the same order as ``decide_one`` then
+    ``learn``: the same bits, with one dispatch instead of nine. What changes per
+    call comes first; the rest a learner passes as one :class:`BinaryModel`.
+
+    Returns ``(margin, asked, threshold, learned)``."""
+    observe_standardize(slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
+                        True)
+    count_bins(slots, values, k, edges, bin_freq, count, forget)
+    n = expand(slots, values, k, edges, bin_freq, capacity, feature_slots, feature_z)
+    m, v = margin_variance(feature_slots, feature_z, n, W, S, b, Sb, 0)
+    out_m[0] = m
+    out_v[0] = v
+    margin, u = confidence(out_m, out_v, 1, True)
+    asked = draw_query(u, threshold, power, rng_state)
+    if adapt:
+        threshold = adapt_threshold(threshold, asked, target, gain)
+    learned = y != 0.0 and (asked or not only_if_asked)
+    if learned:
+        learn_row(feature_slots, feature_z, n, y, W, S, b, Sb, 0, r, floor)
+    return margin, asked, threshold, learned
+
+
+@structref.register
+class _BinaryModelType(types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class BinaryModel(structref.StructRefProxy):
+    """The arrays and constants :func:`decide_learn_binary` takes after its per-call
+    arguments (:data:`BINARY_MODEL_FIELDS`, in that order), as one object: the
+    arrays are the learner's own (shared, not copied), and numba unboxes one
+    argument per call instead of 25 (:func:`decide_learn_model`)."""
+
+
+BINARY_MODEL_FIELDS = (
+    "count", "mean", "var", "last_seen", "forget", "eps", "z_max",
+    "edges", "bin_freq", "capacity", "feature_slots", "feature_z",
+    "W", "S", "b", "Sb", "out_m", "out_v", "r", "floor", "power", "rng_state", "adapt",
+    "target", "gain",
+)
+structref.define_proxy(BinaryModel, _BinaryModelType, list(BINARY_MODEL_FIELDS))
+
+
+@jit
+def new_binary_model(
+    count, mean, var, last_seen, forget, eps, z_max,
+    edges, bin_freq, capacity, feature_slots, feature_z,
+    W, S, b, Sb, out_m, out_v, r, floor, power, rng_state, adapt, target, gain,
+):
+    """A :class:`BinaryModel` of these (``BinaryModel(...)`` called from Python compiles
+    its constructor anew in every process; this one is in numba's cache)."""
+    return BinaryModel(
+        count, mean, var, last_seen, forget, eps, z_max,
+        edges, bin_freq, capacity, feature_slots, feature_z,
+        W, S, b, Sb, out_m, out_v, r, floor, power, rng_state, adapt, target, gain,
+    )
+
+
+@jit
+def decide_learn_model(slots, values, k, t, threshold, y, only_if_asked, m):
+    """:func:`decide_learn_binary` with the model's part of the arguments in one
+    :class:`BinaryModel`."""
+    return decide_learn_binary(
+        slots, values, k, t, threshold, y, only_if_asked,
+        m.count, m.mean, m.var, m.last_seen, m.forget, m.eps, m.z_max,
+        m.edges, m.bin_freq, m.capacity, m.feature_slots, m.feature_z,
+        m.W, m.S, m.b, m.Sb, m.out_m, m.out_v, m.r, m.floor, m.power, m.rng_state, m.adapt,
+        m.target, m.gain,
+    )

@@ -13,13 +13,14 @@ from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
 from ..kernels.rng import new_state
 from .base import Decision, Learner, softmax_proba
+from .one_call import Fused, OneCallBinary, compiled_entry
 
 #: Variance of a weight never learned.  Only its ratio to ``r`` matters (AROW's
 #: steps are unchanged when both are scaled alike), so ``r`` alone is the knob.
 _PRIOR_VAR = 1.0
 
 
-class ActiveAROW(Learner):
+class ActiveAROW(OneCallBinary, Learner):
     """Diagonal AROW on a channel-wise additive model, with a label budget held as a rate.
 
     The model is a Gaussian belief over the weights, ``w ~ N(W, diag(S))``,
@@ -174,6 +175,7 @@ class ActiveAROW(Learner):
     supports_binary = True
     supports_multiclass = True
     asks_selectively = True
+    _ZERO_MARGIN_POSITIVE = False  # _score: margin > 0 (one_call.py)
     _parameter_constraints = {
         "r": Interval(float, 0, None, closed="right"),
         "query_power": Interval(float, 0, None, closed="right"),
@@ -226,6 +228,7 @@ class ActiveAROW(Learner):
         self._r = float(r)
         self._floor = float(variance_floor)
         self._u = 0.0  # the last scored instance's |margin| / sd, for _ask
+        self._fused = Fused()  # see _decide_learn
 
     @property
     def current_threshold(self) -> float:
@@ -239,6 +242,37 @@ class ActiveAROW(Learner):
         self._observe(slots, z)
         label, margin = self._predict(slots, z)
         return Decision(label, margin, self._ask(margin), slots, z)
+
+    def _decide_learn(self, slots, z, sign: float, only_if_asked: bool):
+        """The binary kernel of :meth:`decide_and_learn` on claimed ``(slots, z)`` (z
+        standardized in place) and the known label's ``sign`` (+1.0 or -1.0; 0.0:
+        decide only): ``(margin, asked, learned)``, the same bits as ``decide_one``
+        then ``learn`` (:func:`~edgelearn.kernels.arow.decide_learn_binary`)."""
+        space = self.channels
+        fused = self._fused
+        if fused.space is not space:  # built once per channel space (from_state swaps it)
+            fused.space, fused.model = space, self._binary_model()
+            fused.kernel = compiled_entry(K.decide_learn_model, (
+                slots, z, len(slots), space.t, self._current_threshold, sign, only_if_asked,
+                fused.model))
+        margin, asked, self._current_threshold, learned = fused.kernel(
+            slots, z, len(slots), space.t, self._current_threshold, sign, only_if_asked,
+            fused.model)
+        space.advance()
+        return margin, asked, learned
+
+    def _binary_model(self) -> K.BinaryModel:
+        # The arrays never change identity (states load into them), nor do the
+        # parameters after construction: one BinaryModel holds them for every call.
+        space = self.channels
+        target = self.target_query_rate
+        return K.new_binary_model(
+            space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+            space.z_max, self._edges, self.bin_freq, self.capacity, self._feature_slots,
+            self._feature_z, self.W, self.S, self.b, self.Sb, self._m, self._v, self._r,
+            self._floor, float(self.query_power), self.rng_state, target is not None,
+            0.0 if target is None else float(target), float(self.budget_gain),
+        )
 
     def _observe(self, slots, z) -> None:
         # Every observed instance, labelled or not, moves its channels' bin

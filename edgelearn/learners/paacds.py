@@ -9,13 +9,14 @@ from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import paacds as K
 from ..kernels.rng import new_state
 from .base import Decision, Learner, load_arrays, logistic_proba, softmax_proba
+from .one_call import Fused, OneCallBinary, compiled_entry
 
 _VARIANTS = ("PAACDS", "PAACDS-I")
 #: Weight of the prior "information 1" in a slot's information (docs/learners.md).
 _K0 = 5.0
 
 
-class PAACDS(Learner):
+class PAACDS(OneCallBinary, Learner):
     """Passive-aggressive active learner for streams whose channels come and go.
 
     Each instance splits into *shared* channels (already in the model) and
@@ -118,6 +119,7 @@ class PAACDS(Learner):
     supports_binary = True
     supports_multiclass = True
     asks_selectively = True
+    _ZERO_MARGIN_POSITIVE = True  # decide_one: margin >= 0 (one_call.py)
     _parameter_constraints = {
         "C": Interval(float, 0, None, closed="right"),
         "B": Interval(float, 0, 1, closed="right"),
@@ -172,7 +174,7 @@ class PAACDS(Learner):
         self._h_forget = 1.0 - 2.0 ** (-1.0 / h_halflife)
         self._lam = 0.0 if lam is None else float(lam)
         self._max_weights = capacity if max_weights is None else max_weights
-        self._fused = _Fused()  # see _decide_learn
+        self._fused = Fused()  # see _decide_learn
 
     @property
     def current_delta(self) -> float:
@@ -213,24 +215,6 @@ class PAACDS(Learner):
         code = margin >= 0.0 if binary else best
         return Decision(self._label_of(code), margin, asked, slots, z)
 
-    def decide_and_learn(self, x: dict, y=None, only_if_asked: bool = False):
-        """:meth:`decide_one` on ``x``, then :meth:`learn` of its label ``y`` unless
-        ``y`` is None (or, with ``only_if_asked``, the learner did not ask); returns
-        ``(decision, learned)``. The same state, decision and errors as those two
-        calls; for a binary learner that knows ``y`` already, one kernel call does
-        both (the gateway's per-message path: most readings carry their label)."""
-        if y is not None and self.binary:
-            sign = self.targets.known_sign(y)
-            if sign:
-                slots, z = self.channels.claim(x)
-                margin, asked, learned = self._decide_learn(slots, z, sign, only_if_asked)
-                return Decision(self._label_of(margin >= 0.0), margin, asked, slots, z), learned
-        decision = self.decide_one(x)
-        learned = y is not None and (decision.ask or not only_if_asked)
-        if learned:
-            self.learn(decision.slots, decision.z, y)
-        return decision, learned
-
     def _decide_learn(self, slots, z, sign: float, only_if_asked: bool):
         """The binary kernel of :meth:`decide_and_learn` on claimed ``(slots, z)`` (z
         standardized in place) and the known label's ``sign`` (+1.0 or -1.0; 0.0:
@@ -239,7 +223,7 @@ class PAACDS(Learner):
         fused = self._fused
         if fused.space is not space:  # built once per channel space (from_state swaps it)
             fused.space, fused.model = space, self._binary_model()
-            fused.kernel = _compiled_entry(K.decide_learn_model, (
+            fused.kernel = compiled_entry(K.decide_learn_model, (
                 slots, z, len(slots), space.t, space.n_assigned, self._current_delta, sign,
                 only_if_asked, fused.model))
         margin, asked, self._current_delta, learned = fused.kernel(
@@ -335,30 +319,3 @@ class PAACDS(Learner):
         self._current_delta = float(learned["delta"])
         self._load_targets(learned)
 
-
-class _Fused:
-    """What :meth:`PAACDS._decide_learn` builds on its first call: the channel space it
-    was built for, the :class:`~edgelearn.kernels.paacds.BinaryModel` of the learner's
-    arrays and the compiled kernel. A copy or a pickle of the learner starts without
-    (its own arrays are other ones): built again on its first call."""
-
-    __slots__ = ("space", "model", "kernel")
-
-    def __init__(self):
-        self.space = self.model = self.kernel = None
-
-    def __deepcopy__(self, memo):
-        return _Fused()
-
-    def __reduce__(self):
-        return _Fused, ()
-
-
-def _compiled_entry(dispatcher, args):
-    """The compiled function ``dispatcher`` runs for ``args`` (compiled, or loaded from
-    numba's cache, now), to be called directly with arguments of the same types:
-    numba's dispatcher types every argument of every call, about 0.7 µs of the
-    gateway's per-message kernel call. Only for callers whose arguments cannot change
-    type (claim's int32 slots and float64 values, the learner's own model): this path
-    converts arguments to the types it was compiled for without checking them all."""
-    return dispatcher.compile(tuple(dispatcher.typeof_pyval(a) for a in args))
