@@ -987,7 +987,7 @@ def arow_count_bins(slots, z, edges, freq, count, forget):
     rate ``max(1 / count, forget)``."""
     freq = np.array(freq, dtype=float)
     for s, v in zip(slots, z):
-        if s < 0:
+        if s < 0 or freq.shape[1] == 0:  # unknown channel, or a model without bins
             continue
         a = max(1.0 / max(count[s], 1), forget)
         onehot = np.zeros(freq.shape[1])

@@ -181,6 +181,88 @@ def test_bins_count_and_expand_match(seed):
     np.testing.assert_allclose(out_z[:n], expected_z, rtol=RTOL, atol=1e-15)
 
 
+
+# (n_bins, forget, intercept, floor, target, r): target 0 keeps the threshold fixed
+DECIDE_LEARN_CASES = [
+    (8, 0.0, True, 0.3, 0.2, 80.0),
+    (3, 0.05, False, 0.0, 0.5, 1.0),
+    (0, 0.0, True, 0.1, 0.0, 10.0),
+    (1, 0.01, True, 0.0, 0.1, 50.0),
+]
+
+
+@pytest.mark.parametrize("only_if_asked", [False, True])
+@pytest.mark.parametrize("case", DECIDE_LEARN_CASES)
+def test_decide_learn_binary_equals_the_references_in_turn(case, only_if_asked):
+    """The gateway's one-call kernel (observe, count bins, expand, score, ask, adapt,
+    learn) against the plain references of each step, on a stream where channels
+    appear, drop out and come back and labels come and go."""
+    n_bins, forget, intercept, floor, target, r = case
+    rng = np.random.default_rng([DECIDE_LEARN_CASES.index(case), 18])
+    capacity, d, steps = 12, 9, 300
+    eps, z_max, power, gain = 1e-8, 4.0, 5.0, 0.5
+    edges = arow_learner.bin_edges(n_bins)
+    features = capacity * (1 + n_bins)
+    offsets, scales = rng.normal(0, 20, size=d), rng.uniform(0.1, 30, size=d)
+    truth = rng.normal(size=d)
+    appears = np.sort(rng.integers(0, steps // 3, size=d))
+    stats_k = {"count": np.zeros(capacity, np.int64), "mean": np.zeros(capacity),
+               "var": np.zeros(capacity), "last_seen": np.full(capacity, -1, np.int64)}
+    stats_r = {key: value.copy() for key, value in stats_k.items()}
+    model_k = {"W": np.zeros((1, features)), "S": np.ones((1, features)), "b": np.zeros(1),
+               "Sb": np.full(1, 1.0 if intercept else 0.0)}
+    model_r = {key: value.copy() for key, value in model_k.items()}
+    freq_k, freq_r = np.zeros((capacity, n_bins)), np.zeros((capacity, n_bins))
+    feature_slots, feature_z = np.zeros(features, np.int32), np.zeros(features)
+    out_m, out_v = np.zeros(1), np.zeros(1)
+    rng_k, rng_r = new_state(7), 7
+    threshold_k = threshold_r = 1.0
+    n_learned = n_asked = 0
+    for t in range(steps):
+        raw = rng.normal(size=d)
+        present = (appears <= t) & (rng.random(d) > rng.uniform(0, 0.5))
+        slots = rng.permutation(np.flatnonzero(present)).astype(np.int32)
+        values = offsets[slots] + scales[slots] * raw[slots]
+        y = 0.0 if rng.random() < 0.3 else (1.0 if truth @ raw > 0 else -1.0)  # 0: no label
+
+        z_k = values.copy()
+        margin, asked, threshold_k, learned = K.decide_learn_binary(
+            slots, z_k, len(slots), t, threshold_k, y, only_if_asked,
+            stats_k["count"], stats_k["mean"], stats_k["var"], stats_k["last_seen"], forget, eps,
+            z_max, edges, freq_k, capacity, feature_slots, feature_z, model_k["W"],
+            model_k["S"], model_k["b"], model_k["Sb"], out_m, out_v, r, floor, power, rng_k,
+            target > 0.0, target, gain,
+        )
+        z_r, stats_r = naive.observe(slots, values, stats_r, t, forget, eps, z_max)
+        freq_r = naive.arow_count_bins(slots, z_r, edges, freq_r, stats_r["count"], forget)
+        f_slots, f_z = naive.arow_expand(slots, z_r, edges, freq_r, capacity)
+        m_r, v_r = naive.arow_margin_variance(f_slots, f_z, model_r, 0)
+        margin_r, u_r = naive.arow_confidence([m_r], [v_r], 1, True)
+        rng_r, ask_r = naive.arow_draw_query(u_r, threshold_r, power, rng_r)
+        if target > 0.0:
+            threshold_r = naive.arow_adapt_threshold(threshold_r, ask_r, target, gain)
+        learned_r = y != 0.0 and (ask_r or not only_if_asked)
+        if learned_r:
+            model_r, _ = naive.arow_learn_row(f_slots, f_z, y, model_r, 0, r, floor)
+        assert (bool(asked), bool(learned)) == (ask_r, learned_r), f"step {t}"
+        assert margin == pytest.approx(margin_r, rel=1e-9, abs=1e-12)
+        assert (out_m[0], out_v[0]) == pytest.approx((m_r, v_r), rel=1e-9, abs=1e-12)
+        assert threshold_k == pytest.approx(threshold_r, rel=1e-9)
+        n_learned += learned_r
+        n_asked += ask_r
+        np.testing.assert_allclose(z_k, z_r, rtol=1e-9, atol=1e-12, err_msg=f"z at step {t}")
+        np.testing.assert_allclose(freq_k, freq_r, rtol=1e-9, atol=1e-12, err_msg=f"bins at step {t}")
+        for key in stats_k:
+            np.testing.assert_allclose(stats_k[key], stats_r[key], rtol=1e-9, atol=1e-12,
+                                       err_msg=f"stats.{key} at step {t}")
+        for key in model_k:
+            np.testing.assert_allclose(model_k[key], model_r[key], rtol=1e-9, atol=1e-12,
+                                       err_msg=f"model.{key} at step {t}")
+    # the stream exercised what it is meant to: some asks, some lessons, a moved model
+    assert 0 < n_asked < steps and 0 < n_learned < steps
+    assert np.any(model_k["W"] != 0.0) and np.any(model_k["S"] < 1.0)
+    assert (model_k["b"][0] != 0.0) == intercept
+
 def test_bin_edges_cut_the_normal_evenly_and_a_constant_channel_codes_zero():
     assert arow_learner.bin_edges(0).shape == (0,)
     edges = arow_learner.bin_edges(4)
