@@ -1,5 +1,6 @@
-"""The one-call path of settled binary PAACDS streams (``Pipeline._predict_lean``,
-``PAACDS.decide_and_learn``): one kernel call observes, predicts, asks and learns.
+"""The one-call path of settled binary streams whose learner has one (PAACDS and
+ActiveAROW, the default kind: ``Pipeline._predict_lean``, ``decide_and_learn``): one
+kernel call observes, predicts, asks and learns.
 
 It must change nothing but the cost: these tests run the same traffic through a
 pipeline that takes it and one that never does (``_settle`` switched off, so every
@@ -16,11 +17,15 @@ import msgpack
 import numpy as np
 import pytest
 
-from edgelearn import PAACDS
+from edgelearn import DEFAULT_KIND, PAACDS, ActiveAROW
 from firmware_bridge.pipeline import Pipeline
 from firmware_bridge.protocol import Topics, encode_data, encode_label
 
 TOPICS = Topics()
+
+#: The kinds with a one-call path, and their learner classes.
+KINDS = {"paacds": PAACDS, "active_arow": ActiveAROW}
+assert DEFAULT_KIND in KINDS  # the operator's default takes the one-call path
 
 LABEL_SETS = {
     "strings": ("empty", "occupied"),
@@ -67,10 +72,10 @@ def _traffic(n: int, seed: int, labels: tuple, p_label: float):
         yield TOPICS.data(stream), encode_data(float(i), seq, x, y)
 
 
-def _pair(policy: str, journal: bool):
-    params = {"capacity": 8, "evict_after": 40, "target_query_rate": 0.3, "seed": 5}
-    lean = Pipeline("paacds", params, label_policy=policy)
-    reference = Pipeline("paacds", params, label_policy=policy)
+def _pair(policy: str, journal: bool, kind: str = "paacds", **extra):
+    params = {"capacity": 8, "evict_after": 40, "target_query_rate": 0.3, "seed": 5, **extra}
+    lean = Pipeline(kind, params, label_policy=policy)
+    reference = Pipeline(kind, params, label_policy=policy)
     reference._settle = lambda stream: None  # every reading the way it went before
     lessons: dict = {"lean": [], "reference": []}
     if journal:
@@ -88,10 +93,11 @@ def _body(outbound):
     return outbound.topic, body, req
 
 
+@pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("policy", ["request", "from_data", "all"])
 @pytest.mark.parametrize("labels", list(LABEL_SETS))
-def test_lean_path_equals_the_per_call_path_bit_for_bit(policy, labels):
-    lean, reference, lessons = _pair(policy, journal=True)
+def test_lean_path_equals_the_per_call_path_bit_for_bit(policy, labels, kind):
+    lean, reference, lessons = _pair(policy, journal=True, kind=kind)
     took = 0
     for topic, payload in _traffic(1500, seed=len(labels) + len(policy),
                                    labels=LABEL_SETS[labels], p_label=0.6):
@@ -130,10 +136,11 @@ def test_lean_path_equals_the_per_call_path_bit_for_bit(policy, labels):
             np.testing.assert_array_equal(array, expected["learner"]["learned"][name], err_msg=name)
 
 
-def test_a_label_the_lean_table_does_not_know_takes_the_full_checks():
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_label_the_lean_table_does_not_know_takes_the_full_checks(kind):
     """A third label, and a label of another type, on a settled stream: counted as the
     per-call path counts them, and the stream keeps its one-call path."""
-    lean, reference, _ = _pair("request", journal=False)
+    lean, reference, _ = _pair("request", journal=False, kind=kind)
     topic = TOPICS.data("a")
     for seq in range(40):
         x = {"t": float(seq % 7), "h": float(seq % 5)}
@@ -147,14 +154,45 @@ def test_a_label_the_lean_table_does_not_know_takes_the_full_checks():
     assert vars(lean.metrics("a")) == vars(reference.metrics("a"))
 
 
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_zero_margin_predicts_what_decide_one_predicts(kind):
+    """Without an intercept, a reading of channels never seen has a margin of exactly 0
+    (every z is 0 at a channel's first observation); the one-call path predicts for it
+    what the learner's decide_one does (PAACDS: the positive label, ActiveAROW: the
+    negative one), labelled or not."""
+    lean, reference, _ = _pair("all", journal=False, kind=kind, learn_intercept=False)
+    topic = TOPICS.data("a")
+    zero_margins = 0
+    for seq in range(60):
+        x = {"t": float(seq % 7), "h": float(seq % 5)} if seq % 10 else {f"new{seq}": 3.0}
+        y = ("off", "on")[seq % 7 > 3] if seq % 4 else None
+        a = lean.handle(topic, encode_data(0.0, seq, x, y), 0.0)
+        b = reference.handle(topic, encode_data(0.0, seq, x, y), 0.0)
+        assert [o.payload for o in a] == [o.payload for o in b], seq
+        prediction = msgpack.unpackb(a[0].payload)
+        if prediction["score"] == 0.0 and lean._streams["a"].lean is not None:
+            zero_margins += 1
+            side = KINDS[kind]._ZERO_MARGIN_POSITIVE
+            assert prediction["y"] == lean.learner("a").targets.decode(side)
+    assert zero_margins >= 4
+    assert lean.counters() == reference.counters()
+    assert vars(lean.metrics("a")) == vars(reference.metrics("a"))
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("only_if_asked", [False, True])
-def test_decide_and_learn_equals_decide_one_then_learn(only_if_asked):
-    params = {"capacity": 8, "evict_after": 40, "target_query_rate": 0.2, "seed": 3}
-    fused, reference = PAACDS(**params), PAACDS(**params)
+@pytest.mark.parametrize("intercept", [True, False])
+def test_decide_and_learn_equals_decide_one_then_learn(only_if_asked, kind, intercept):
+    params = {"capacity": 8, "evict_after": 40, "target_query_rate": 0.2, "seed": 3,
+              "learn_intercept": intercept}
+    fused, reference = KINDS[kind](**params), KINDS[kind](**params)
     rng = np.random.default_rng(1)
+    zero_margins = 0
     for i in range(1500):
         x = {name: float(rng.normal()) for name in ("a", "b", "c", f"n{i // 100}")
              if rng.random() < 0.8}
+        if i % 50 == 7:
+            x = {f"only{i}": 1.0}  # without an intercept: a margin of exactly 0
         y = None if rng.random() < 0.3 else ("no", "yes")[int(x.get("a", 0) > 0)]
         got, learned = fused.decide_and_learn(x, y, only_if_asked)
         expected = reference.decide_one(x)
@@ -164,13 +202,16 @@ def test_decide_and_learn_equals_decide_one_then_learn(only_if_asked):
         assert (got.label, got.score, got.ask, learned) == (
             expected.label, expected.score, expected.ask, expected_learned)
         np.testing.assert_array_equal(got.z, expected.z)
+        zero_margins += got.score == 0.0 and y is not None
+    assert zero_margins > 5 or intercept
     for name, array in fused.to_state()["learned"].items():
         np.testing.assert_array_equal(array, reference.to_state()["learned"][name], err_msg=name)
     with pytest.raises(ValueError, match="third"):
         fused.decide_and_learn({"a": 1.0}, "maybe")
 
 
-def test_copies_of_a_learner_take_their_own_arrays_on_the_one_call_path():
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_copies_of_a_learner_take_their_own_arrays_on_the_one_call_path(kind):
     """A clone, deepcopy, pickle or state copy made after the one-call path ran
     continues exactly as the original and never writes to the original's arrays (the
     kernel's packed model refers to the arrays it was built from)."""
@@ -180,11 +221,12 @@ def test_copies_of_a_learner_take_their_own_arrays_on_the_one_call_path():
     rng = np.random.default_rng(4)
     data = [({"a": float(rng.normal()), "b": float(rng.normal())}, bool(rng.random() < 0.5))
             for _ in range(400)]
-    model = PAACDS(capacity=4, target_query_rate=0.3, seed=2)
+    learner_class = KINDS[kind]
+    model = learner_class(capacity=4, target_query_rate=0.3, seed=2)
     for x, y in data[:200]:
         model.decide_and_learn(x, y)
     copies = [model.clone(include_attributes=True), copy.deepcopy(model),
-              pickle.loads(pickle.dumps(model)), PAACDS.from_state(model.to_state())]
+              pickle.loads(pickle.dumps(model)), learner_class.from_state(model.to_state())]
     before = model.to_state()["learned"]
     for other in copies:
         for x, y in data[200:]:
