@@ -240,15 +240,18 @@ def test_copies_of_a_learner_take_their_own_arrays_on_the_one_call_path(kind):
             np.testing.assert_array_equal(array, model.to_state()["learned"][name], err_msg=name)
 
 
-def test_the_profile_tool_times_every_step_of_the_one_call_path(capsys):
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_profile_tool_times_every_step_of_the_one_call_path(capsys, kind):
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
     import profile_pipeline
 
-    assert profile_pipeline.main(["--count", "600", "--passes", "1"]) == 0
-    rows = dict(line.rsplit(None, 1) for line in capsys.readouterr().out.splitlines()[1:])
+    assert profile_pipeline.main(["--count", "600", "--passes", "1", "--kind", kind]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"({kind})" in lines[0]
+    rows = dict(line.rsplit(None, 1) for line in lines[1:])
     steps = {name.strip(): value for name, value in rows.items()}
     assert set(steps) >= {"unpack", "plain_reading", "claim", "decide_learn", "handle"}
     # the whole costs more than any of its steps

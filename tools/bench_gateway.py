@@ -269,6 +269,16 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
         for payload in items[: max(1, len(items) // 10)]:
             handle(topic, payload, 0.0)
         results[name] = _process_cpu_per_item(lambda p: handle(topic, p, 0.0), items) / per * 1e6
+    # The operator's default learner (what a gateway runs with no kind configured) on
+    # the same single readings: the row that says what the default costs.
+    from edgelearn import DEFAULT_KIND
+
+    pipeline = Pipeline(DEFAULT_KIND, {"capacity": 64, "target_query_rate": 0.1}, limits=limits)
+    handle = pipeline.handle
+    for payload in payloads[: max(1, len(payloads) // 10)]:
+        handle(topic, payload, 0.0)
+    results["single_default"] = _process_cpu_per_item(lambda p: handle(topic, p, 0.0), payloads) * 1e6
+    results["default_kind"] = DEFAULT_KIND
     packer = msgpack.Packer()
 
     def bare(payload):
@@ -767,6 +777,8 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"| gateway CPU per message / bare relay CPU per message | **{ratio:.2f}x** "
         f"({gateway_cpu:.0f} / {relay_cpu:.0f} µs) | at most 1.3x |",
         f"| pipeline alone, CPU per message | **{alone['single']:.1f} µs** | at most 15 µs |",
+        f"| the same, the default learner (`{alone['default_kind']}`) | "
+        f"**{alone['single_default']:.1f} µs** | at most 15 µs |",
         f"| readings/s in {batch_words} ({per_message:.0f} readings, {sizes['median']:,} "
         f"bytes a message), one instance | **{batch_rate:,.0f}** ({batch_cpu['gateway']:.1f} "
         "µs gateway CPU per reading: at most "
@@ -797,13 +809,16 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "| path | CPU µs per reading |",
         "|---|---|",
         f"| single readings | {alone['single']:.2f} |",
+        f"| single readings, the default learner (`{alone['default_kind']}`, "
+        f"`edgelearn.DEFAULT_KIND`) | {alone['single_default']:.2f} |",
         f"| batches of {alone['batch_size']} readings (one jitted decode and learner pass a batch) | {alone['batch']:.2f} |",
         f"| the same batches reading by reading (jitted batches off) | {alone['batch_per_reading']:.2f} |",
         f"| reference: bare msgpack decode + encode of a fixed prediction, same payloads | "
         f"{alone['bare']:.2f} |",
         "",
         f"The pipeline costs {alone['single'] / alone['bare']:.1f}x the bare decode/encode "
-        "loop in the same process.",
+        f"loop in the same process ({alone['single_default'] / alone['bare']:.1f}x with "
+        "the default learner).",
         "",
         "## Cost per message: the gateway beside a bare relay",
         "",

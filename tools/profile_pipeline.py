@@ -2,8 +2,9 @@
 """Where a single reading's CPU goes in ``Pipeline.handle``: each step of the
 per-message path timed alone on the stream of ``tools/bench_gateway.py``'s "pipeline
 alone" (occupancy, channels dropping out with probability 0.01, every reading
-labelled; PAACDS with 64 slots, target query rate 0.1), beside a bare msgpack
-decode and encode of the same payloads. CPU time per message
+labelled; the learner ``--kind``, the operator's default (``edgelearn.DEFAULT_KIND``)
+unless told, with 64 slots and target query rate 0.1), beside a bare msgpack decode and
+encode of the same payloads. CPU time per message
 (``time.process_time``), the least of ``--passes`` passes, after a warm-up pass.
 
 Each row is its step alone, run over every reading again, so rows that write state
@@ -17,6 +18,7 @@ metrics), ``_answer`` (that and the encoded prediction), ``handle`` (all of it).
 Example::
 
     python tools/profile_pipeline.py --count 20000
+    python tools/profile_pipeline.py --count 20000 --kind paacds
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import msgpack  # noqa: E402
 
+from edgelearn import DEFAULT_KIND, KINDS  # noqa: E402
 from firmware_bridge.pipeline import Pipeline  # noqa: E402
 from firmware_bridge.protocol import Topics, encode_data, plain_reading  # noqa: E402
 
@@ -52,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=20000, help="readings (default: 20000)")
     parser.add_argument("--passes", type=int, default=5, help="passes, the least counts (default: 5)")
+    one_call = [kind for kind in KINDS if hasattr(KINDS[kind], "_decide_learn")]
+    parser.add_argument("--kind", default=DEFAULT_KIND, choices=one_call,
+                        help=f"learner kind, one with a one-call path (default: {DEFAULT_KIND})")
     args = parser.parse_args(argv)
     from simulate_sensors import messages
 
@@ -59,13 +65,14 @@ def main(argv: list[str] | None = None) -> int:
         "occupancy", ["p0"], count=args.count, drop=0.01, with_labels=True, loop=True)]
     payloads = [encode_data(*reading) for reading in readings]
     topic = Topics().data("p0")
-    pipeline = Pipeline("paacds", {"capacity": 64, "target_query_rate": 0.1})
+    pipeline = Pipeline(args.kind, {"capacity": 64, "target_query_rate": 0.1})
     for payload in payloads:  # warm-up: kernels compiled, both labels seen
         pipeline.handle(topic, payload, 0.0)
     stream = pipeline._streams["p0"]
     lean = stream.lean
     if lean is None:
-        raise SystemExit("profile_pipeline: the stream did not take the one-call path")
+        raise SystemExit(f"profile_pipeline: the {args.kind} stream did not take the one-call "
+                         "path (only a binary learner with _decide_learn does)")
     limits, names = pipeline.limits, pipeline._names
     decoded = [pipeline._unpack(payload) for payload in payloads]
     plain = [plain_reading(obj, limits, names) for obj in decoded]
@@ -91,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         "_answer": cpu_per_item(lambda r: pipeline._answer(stream, r, 0.0), plain, args.passes),
         "handle": cpu_per_item(lambda p: pipeline.handle(topic, p, 0.0), payloads, args.passes),
     }
-    print(f"CPU us per reading, least of {args.passes} passes over {args.count} "
+    print(f"CPU us per reading ({args.kind}), least of {args.passes} passes over {args.count} "
           f"(load {' '.join(f'{v:.2f}' for v in os.getloadavg())})")
     for name, value in rows.items():
         print(f"  {name:30s} {value:6.2f}")
