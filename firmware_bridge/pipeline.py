@@ -58,10 +58,10 @@ channel names, nothing to drop) is decoded once and checked by
 :func:`~firmware_bridge.protocol.plain_reading`; anything else goes through
 :func:`~firmware_bridge.protocol.parse_message`, which gives every verdict. Both end in
 the same code, and ``tests/test_fast_path.py`` holds them to the same outputs.
-A binary PAACDS stream whose two labels are settled then predicts, scores and
-learns a reading whose label is settled (or absent) in one kernel call
-(``_decide_learn`` of PAACDS and ActiveAROW, :class:`_LeanBinary`); ``tests/test_lean_path.py`` holds
-it to the per-call path byte for byte.
+A binary PAACDS or ActiveAROW stream whose two labels are settled then predicts,
+scores and learns a reading whose label is settled (or absent) in one kernel call
+(their ``_decide_learn``, :class:`_LeanBinary`); ``tests/test_lean_path.py`` holds it
+to the per-call path byte for byte.
 
 Nothing a client sends stops the pipeline: every reject is counted by reason
 (:meth:`Pipeline.counters`) and logged at most once per ``log_interval_s`` per reason.
@@ -343,11 +343,12 @@ class _Stream:
 
 
 class _LeanBinary:
-    """What a binary PAACDS stream whose two labels are settled (the stream's and its
+    """What a binary stream whose two labels are settled (the stream's and its
     learner's) needs to predict, score and learn a reading in one kernel call
-    (``_decide_learn``: PAACDS, ActiveAROW), all looked up once: the label a margin predicts and
-    whether it is the stream's positive one, and per settled label its verdict and the
-    learner's sign for it. Nothing here can change once both sides are settled."""
+    (``_decide_learn``: PAACDS, ActiveAROW), all looked up once: the label a margin
+    predicts and whether it is the stream's positive one, and per settled label its
+    verdict and the learner's sign for it. Nothing here can change once both sides
+    are settled."""
 
     __slots__ = ("decide_learn", "space", "predicted", "zero_positive", "guess", "labels",
                  "slots_of", "layout", "learn_if_asked")
@@ -784,21 +785,22 @@ class Pipeline:
         return fields, request
 
     def _settle(self, stream: _Stream) -> None:
-        """Give a binary PAACDS stream whose labels are settled its one-call path (or
-        take it back: labels settled since are looked up again)."""
+        """Give a binary stream whose labels are settled its learner's one-call path, if
+        it has one (or take it back: labels settled since are looked up again)."""
         stream.lean_checked = len(stream.settled_sides)
         stream.lean = _LeanBinary(stream, self.label_policy) if _LeanBinary.fits(stream) else None
 
     def _predict_lean(self, stream: _Stream, lean: _LeanBinary, ts: float, seq: int,
                       channels: dict, y: Any, known: tuple, received_at: float
                       ) -> tuple[dict[str, Any], Outbound | None] | None:
-        """:meth:`_predict` of a reading of a settled binary PAACDS stream whose label
-        is settled or absent (``known``: its type, verdict and the learner's sign): one
-        kernel call observes, predicts, decides to ask and learns the label as the
-        policy says; the same state, outputs and counts as ``decide_one``, ``_score``
-        and ``_learn``. ``on_learn`` hears of the lesson after the learner took it and
-        the counts say so, so a checkpoint it writes holds the lesson with its count
-        (the message is not acknowledged before the journal has it either way)."""
+        """:meth:`_predict` of a reading of a settled binary stream (PAACDS, ActiveAROW)
+        whose label is settled or absent (``known``: its type, verdict and the learner's
+        sign): one kernel call observes, predicts, decides to ask and learns the label as
+        the policy says; the same state, outputs and counts as ``decide_one``,
+        ``_score`` and ``_learn``. ``on_learn`` hears of the lesson after the learner
+        took it and the counts say so, so a checkpoint it writes holds the lesson with
+        its count (the message is not acknowledged before the journal has it either
+        way)."""
         try:
             slots, z = lean.claim(channels)
         except (ValueError, TypeError) as exc:

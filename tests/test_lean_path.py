@@ -211,6 +211,28 @@ def test_decide_and_learn_equals_decide_one_then_learn(only_if_asked, kind, inte
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
+def test_a_multiclass_learner_decides_and_learns_in_two_calls(kind):
+    """No one-call kernel for more than two classes: decide_and_learn is decide_one then
+    learn, with the same errors (a fourth class is refused)."""
+    params = {"capacity": 6, "n_classes": 3, "seed": 4}
+    fused, reference = KINDS[kind](**params), KINDS[kind](**params)
+    rng = np.random.default_rng(2)
+    for i in range(300):
+        x = {"a": float(rng.normal()), "b": float(rng.normal())}
+        y = None if i % 5 == 0 else ("lo", "mid", "hi")[int(x["a"] > -0.5) + int(x["a"] > 0.5)]
+        got, learned = fused.decide_and_learn(x, y)
+        expected = reference.decide_one(x)
+        if y is not None:
+            reference.learn(expected.slots, expected.z, y)
+        assert (got.label, got.score, got.ask, learned) == (
+            expected.label, expected.score, expected.ask, y is not None)
+    for name, array in fused.to_state()["learned"].items():
+        np.testing.assert_array_equal(array, reference.to_state()["learned"][name], err_msg=name)
+    with pytest.raises(ValueError, match="one more"):
+        fused.decide_and_learn({"a": 1.0}, "other")
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_copies_of_a_learner_take_their_own_arrays_on_the_one_call_path(kind):
     """A clone, deepcopy, pickle or state copy made after the one-call path ran
     continues exactly as the original and never writes to the original's arrays (the
