@@ -225,9 +225,30 @@ class Gateway:
         self.registry.register("journal", self.journal.counters, problems=("journal_dropped",))
         self.checkpoint()  # the replayed streams; truncates the journal when all are written
         self.pipeline.on_learn = self._journal_lesson
+        self.pipeline.on_learn_batch = self._journal_lessons
 
     def _journal_lesson(self, stream: str, n: int, slots: Any, z: Any, y: Any) -> None:
         """Pipeline.on_learn: the lesson goes to the journal before the learner."""
+        layout = self._journal_layout(stream)
+        try:
+            self.journal.append(stream, n, layout, slots, z, y)
+        except (OSError, TypeError, ValueError) as exc:
+            self._journal_errors.inc()
+            self._log.warning("journal_error", "stream %r: %s", stream, exc)
+
+    def _journal_lessons(self, stream: str, n: int, counts: Any, slots: Any, z: Any,
+                         codes: Any, labels: list) -> None:
+        """Pipeline.on_learn_batch: a jitted batch's lessons, one journal record."""
+        layout = self._journal_layout(stream)
+        try:
+            self.journal.append_batch(stream, n, layout, counts, slots, z, codes, labels)
+        except (OSError, TypeError, ValueError) as exc:
+            self._journal_errors.inc()
+            self._log.warning("journal_error", "stream %r: %s", stream, exc)
+
+    def _journal_layout(self, stream: str) -> tuple[int, int]:
+        """``stream``'s channel layout, checkpointed first if its last checkpoint does
+        not have it."""
         layout = self.pipeline.layout(stream)
         if self.checkpoints.saved_layout(stream) != layout:
             # The slots refer to channels the last checkpoint does not map (a new
@@ -239,11 +260,7 @@ class Gateway:
             else:
                 self._checkpoint_errors.inc()
                 self._log.warning("checkpoint_error", "stream %r: %s", stream, exc)
-        try:
-            self.journal.append(stream, n, layout, slots, z, y)
-        except (OSError, TypeError, ValueError) as exc:
-            self._journal_errors.inc()
-            self._log.warning("journal_error", "stream %r: %s", stream, exc)
+        return layout
 
     def checkpoint(self) -> int:
         """Write the checkpoint of every stream that changed since its last one; return

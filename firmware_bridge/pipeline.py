@@ -99,6 +99,9 @@ from edgelearn.constraints import InstanceOf, Interval, OneOf, Options, check_pa
 from edgelearn.learners.base import BinaryTargets
 from edgelearn.metrics import ClassificationMetrics, MultiLabelMetrics
 
+from .fast_decode import REC_BATCH, FastDecoder
+from .kernels.pack_predictions import pack_predictions
+from .kernels.replay_rows import column_order
 from .labels import Outcome, PendingEntry, PendingLabels
 from .protocol import (
     bounded_unpackb,
@@ -451,6 +454,12 @@ class Pipeline:
         """Called as ``on_learn(stream, n, slots, z, y)`` before a stream learns its
         ``n``-th label (``n`` counts from 0, as the ``learned`` counter); the gateway
         journals it there (:mod:`firmware_bridge.journal`)."""
+        self.on_learn_batch: Callable[..., None] | None = None
+        """If set, a jitted batch tells its lessons here at once instead, as
+        ``on_learn_batch(stream, n, counts, slots, z, codes, labels)``: lessons ``n,
+        n + 1, ...``, lesson i with the next ``counts[i]`` of ``slots``/``z`` and the
+        label ``labels[codes[i]]`` (:meth:`LabelJournal.append_batch
+        <firmware_bridge.journal.LabelJournal.append_batch>`)."""
         # The fast path (see handle): data topics of the streams that exist, names
         # that passed the rules, a decoder and an encoder set up once.
         self._data_topics: dict[str, _Stream] = {}
@@ -599,14 +608,14 @@ class Pipeline:
     _DECODER_ENTRIES = 4096
 
     def _jitted_batch(self, stream: _Stream, payload: bytes, received_at: float) -> list[Outbound] | None:
-        """A batch of plain readings in one jitted decode and one jitted learner pass
-        (:mod:`firmware_bridge.jitted_rows`), with what :meth:`_answer_batch` gives
-        reading by reading (the label journal included: ``run_jitted`` tells it each
-        lesson); None when the batch needs that path: the decoder is not sure of it,
-        or its readings list channels in differing orders."""
-        from .fast_decode import REC_BATCH, FastDecoder
-        from .jitted_rows import run_jitted
-        from .kernels.replay_rows import column_order
+        """A batch of plain readings in one jitted decode, one jitted learner pass
+        and one jitted write of the prediction message
+        (:mod:`firmware_bridge.jitted_rows`,
+        :mod:`firmware_bridge.kernels.pack_predictions`), with what
+        :meth:`_answer_batch` gives reading by reading (the label journal included);
+        None when the batch needs that path: the decoder is not sure of it, or its
+        readings list channels in differing orders."""
+        from .jitted_rows import run_pass  # (it imports this module)
 
         decoder = self._batch_decoder
         if decoder is None or len(decoder.names) + len(decoder.labels) > self._DECODER_ENTRIES:
@@ -617,21 +626,21 @@ class Pipeline:
         columns = column_order(decoded.pair_name, decoded.pair_count, len(decoder.names))
         if not columns.shape[0] and decoded.pair_name.shape[0]:
             return None
-        n = decoded.seq.shape[0]
-        arrays = (decoded.seq, decoded.ts, decoded.label, np.full(n, received_at),
+        seq, ts = decoded.seq, decoded.ts
+        arrays = (seq, ts, decoded.label, np.full(seq.shape[0], received_at),
                   decoded.pair_count, decoded.pair_name, decoded.pair_value)
-        kept = run_jitted(self, stream.name, arrays, columns, decoder, True)
-        predictions = [
-            {"seq": seq, "ts": ts, "y": y, "score": score, "query": ask}
-            for seq, ts, y, score, ask in zip(decoded.seq.tolist(), decoded.ts.tolist(),
-                                              kept["y"], kept["score"], kept["ask"])
-        ]
-        try:
-            packed = self._pack({"predictions": predictions})
-        except TypeError:
-            packed = self._pack({"predictions": [prediction_fields(**p) for p in predictions]})
+        result = run_pass(self, stream.name, arrays, columns, decoder)
+        packed = pack_predictions(seq, ts, result.label_index,
+                                  [self._pack_label(y) for y in result.labels],
+                                  result.margin, result.asked)
         self._batches += 1
-        return [Outbound(stream.prediction_topic, packed, self.prediction_qos, False), *kept["requests"]]
+        return [Outbound(stream.prediction_topic, packed, self.prediction_qos, False), *result.requests]
+
+    def _pack_label(self, y: Any) -> bytes:
+        try:
+            return self._pack(y)
+        except TypeError:  # a NumPy scalar: as prediction_fields gives it
+            return self._pack(prediction_fields(0, 0.0, y, 0.0, False)["y"])
 
     def _predict(
         self, stream: _Stream, reading: tuple, received_at: float

@@ -8,6 +8,7 @@ import msgpack
 import numpy as np
 import pytest
 
+from firmware_bridge.journal import LabelJournal, read_journal
 from firmware_bridge.pipeline import Pipeline
 from firmware_bridge.protocol import Limits, encode_batch, encode_data, encode_label
 
@@ -111,8 +112,31 @@ def test_a_label_journal_hears_the_same_lessons_from_jitted_batches(policy, seed
     assert jitted.counters()["learned"] > 0
 
 
-@pytest.mark.parametrize("jitted", [True, False])
-def test_a_crash_after_jitted_batches_loses_no_lesson(jitted):
+@pytest.mark.parametrize(("policy", "seed"), [("request", 8), ("from_data", 9), ("all", 10)])
+def test_a_batch_journal_record_holds_the_same_lessons(tmp_path, policy, seed):
+    """on_learn_batch (one LabelJournal record a batch) against on_learn reading by
+    reading: the journal file reads back as the same lessons, in order."""
+    jitted, plain = _pipelines(policy)
+    journal = LabelJournal(str(tmp_path / "labels.journal"), max_bytes=1 << 30)
+    jitted.on_learn = lambda stream, n, slots, z, y: journal.append(stream, n, (0, 0), slots, z, y)
+    jitted.on_learn_batch = lambda stream, n, *lessons: journal.append_batch(stream, n, (0, 0), *lessons)
+    told = []
+    plain.on_learn = lambda stream, n, slots, z, y: told.append(
+        (stream, n, slots.tolist(), z.tobytes(), y))
+    issued = [], []
+    for kind, topic, payload in _traffic(seed):
+        if kind == "data":
+            assert (_normalized(jitted.handle(topic, payload, 1.0), issued[0])
+                    == _normalized(plain.handle(topic, payload, 1.0), issued[1]))
+    journal.close()
+    lessons, problem = read_journal(journal.path)
+    assert problem is None and journal.lessons_written == len(told) > 0
+    assert journal.records_written < len(told)  # batches went as one record each
+    assert [(l.stream, l.n, l.slots.tolist(), l.z.tobytes(), l.y) for l in lessons] == told
+
+
+@pytest.mark.parametrize("jitted", [True, False, "batch"])
+def test_a_crash_after_jitted_batches_loses_no_lesson(jitted, tmp_path):
     """The gateway's journal protocol (Gateway._journal_lesson) on both paths: a
     stream is checkpointed before a lesson whose channel map the last checkpoint does
     not hold; after a crash, the last checkpoints plus the journal's lessons give
@@ -121,20 +145,27 @@ def test_a_crash_after_jitted_batches_loses_no_lesson(jitted):
     where no unlabelled reading moved the learner's statistics between a checkpoint
     and a lesson: the journal's stated limit, on either path.)"""
     live, _ = _pipelines("all")
-    live._jitted_batches = jitted
-    checkpoints, saved_layout, journal = {}, {}, []
+    live._jitted_batches = bool(jitted)
+    checkpoints, saved_layout = {}, {}
+    file = LabelJournal(str(tmp_path / "labels.journal"), max_bytes=1 << 30)
 
-    def on_learn(stream, n, slots, z, y):
+    def layout_of(stream):
         layout = live.layout(stream)
         if saved_layout.get(stream) != layout:
             checkpoints[stream] = copy.deepcopy(live.to_state(stream))
             saved_layout[stream] = layout
-        journal.append((stream, n, layout, slots.copy(), z.copy(), y))
+        return layout
 
-    live.on_learn = on_learn
+    live.on_learn = lambda stream, n, *lesson: file.append(stream, n, layout_of(stream), *lesson)
+    if jitted == "batch":
+        live.on_learn_batch = lambda stream, n, *lessons: file.append_batch(
+            stream, n, layout_of(stream), *lessons)
     for kind, topic, payload in _traffic(7):
         if kind == "data":
             live.handle(topic, payload, 1.0)
+    file.close()
+    journal, problem = read_journal(file.path)
+    assert problem is None
     assert live.counters()["batches"] > 0 and len(journal) > 100
 
     restored, _ = _pipelines("all")
