@@ -23,7 +23,7 @@ from edgelearn.learners.base import BinaryTargets
 from edgelearn.learners.paacds import _K0
 
 from .fast_decode import FastDecoder
-from .kernels.replay_rows import sequence
+from .kernels.replay_rows import first_rows, sequence
 from .pipeline import SEQUENCE_COUNTERS, Outbound, Pipeline
 from .protocol import encode_label_request
 
@@ -72,15 +72,14 @@ def _label_sides(pipeline: Pipeline, stream, label: np.ndarray, decoder: FastDec
     truth = np.zeros(n, dtype=np.int8)
     side_labels: list[tuple[int, list, list]] = [(-1, sides.labels, sides.to_state())]
     labels: list = []
-    rows = np.flatnonzero(label >= 0)
-    if not rows.shape[0]:
+    ids, first = first_rows(label, len(decoder.labels))
+    if not ids.shape[0]:
         return codes, truth, labels, side_labels
-    ids, first = np.unique(label[rows], return_index=True)
-    order = np.argsort(first)
+    rows = np.flatnonzero(label >= 0)
     local = np.full(len(decoder.labels), -1.0)
     side = np.zeros(len(decoder.labels), dtype=np.int8)
     unusable = np.zeros(len(decoder.labels), dtype=np.bool_)
-    for ident, row in zip(ids[order].tolist(), rows[first[order]].tolist()):
+    for ident, row in zip(ids.tolist(), first.tolist()):
         y = decoder.labels.values[ident]
         if isinstance(y, dict) or not sides.accepts(y):
             unusable[ident] = True
@@ -295,13 +294,6 @@ def _targets_at(states: list[tuple[int, list]], row: int, name: str) -> BinaryTa
     return targets
 
 
-def _label_at(states: list, row: int, sign: int, name: str) -> Any:
-    targets = _targets_at(states, row, name)
-    if not targets.labels:
-        return targets.neutral()
-    return targets.decode(sign > 0)
-
-
 def _score_rows(stream, name: str, pred: np.ndarray, truth: np.ndarray,
                 side_labels: list, target_states: list) -> None:
     scored = truth > 0
@@ -310,22 +302,24 @@ def _score_rows(stream, name: str, pred: np.ndarray, truth: np.ndarray,
     n = pred.shape[0]
     bounds = sorted({0, n, *(r for r, *_ in side_labels[1:]), *(r + 1 for r, _ in target_states[1:])})
     is_true = truth == 2
+    positive = pred == 1
     guess = np.empty(n, dtype=np.bool_)
     for begin, end in zip(bounds, bounds[1:]):
         if begin >= end:
             continue
-        state = [s for s in side_labels if s[0] <= begin][-1]
-        known, checker = state[1], BinaryTargets(name)
-        checker.load(state[2])
-        for sign in (1, -1):
-            rows = slice(begin, end)
-            label = _label_at(target_states, begin, sign, name)
-            mine = pred[rows] == sign if sign > 0 else pred[rows] != 1
-            if label in known:
-                guess[rows][mine] = checker.sign(label) > 0
-            else:
-                guess[rows][mine] = ~is_true[rows][mine]
+        _, known, sides = [s for s in side_labels if s[0] <= begin][-1]
+        checker = BinaryTargets(name)
+        checker.load(sides)
+        targets = _targets_at(target_states, begin, name)
+        rows = slice(begin, end)
+        verdicts = []
+        for side in (True, False):  # what a prediction on each side says of the truth
+            label = targets.decode(side) if targets.labels else targets.neutral()
+            # not one of the stream's labels: wrong whatever the truth
+            verdicts.append(checker.sign(label) > 0 if label in known else ~is_true[rows])
+        guess[rows] = np.where(positive[rows], verdicts[0], verdicts[1])
     stream.metrics.update_many(is_true[scored], guess[scored])
+
 
 def _user_predictions(pred: np.ndarray, states: list[tuple[int, list]],
                       name: str) -> tuple[np.ndarray, list]:
