@@ -286,6 +286,37 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
 
     results["bare"] = _process_cpu_per_item(bare, payloads) * 1e6
     results["batch_size"] = batch
+    results.update(_compact_alone(readings, topic))
+    return results
+
+
+def _compact_alone(readings: list, topic: str) -> dict:
+    """CPU µs per reading of ``Pipeline.handle`` on the batch runs' compact batches
+    (default limits), without and with a label journal on disk (the gateway's
+    default, ``journal = true``: one record a batch)."""
+    from firmware_bridge.journal import LabelJournal
+    from firmware_bridge.pipeline import Pipeline
+    from load_mqtt import TS_PLACEHOLDER, compact_batches
+
+    batches = compact_batches(("p0", seq, channels, y) for _, seq, channels, y in readings)
+    now = msgpack.packb(time.time())  # the publisher writes the time into each ts
+    items = [payload.replace(msgpack.packb(TS_PLACEHOLDER), now) for _, payload, _ in batches]
+    per = len(readings) / len(items)
+    results = {"compact_readings": per}
+    with tempfile.TemporaryDirectory() as directory:
+        for name in ("compact", "compact_journal"):
+            pipeline = Pipeline("paacds", {"capacity": 64, "target_query_rate": 0.1})
+            if name == "compact_journal":
+                journal = LabelJournal(os.path.join(directory, "labels.journal"), 1 << 40)
+                pipeline.on_learn_batch = lambda stream, n, *lessons: journal.append_batch(
+                    stream, n, pipeline.layout(stream), *lessons)
+            handle = pipeline.handle
+            for payload in items[: max(1, len(items) // 10)]:
+                handle(topic, payload, 0.0)
+            results[name] = _process_cpu_per_item(lambda p: handle(topic, p, 0.0), items) / per * 1e6
+            if name == "compact_journal":
+                journal.close()
+                results["journal_lessons"] = journal.lessons_written
     return results
 
 
@@ -806,6 +837,10 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"| single readings | {alone['single']:.2f} |",
         f"| batches of {alone['batch_size']} readings (one jitted decode and learner pass a batch) | {alone['batch']:.2f} |",
         f"| the same batches reading by reading (jitted batches off) | {alone['batch_per_reading']:.2f} |",
+        f"| compact batches as in the batch runs below ({alone['compact_readings']:.1f} readings a "
+        f"message, default limits), jitted, no label journal | {alone['compact']:.2f} |",
+        f"| the same, with the label journal on disk (the gateway's default; one record a "
+        f"batch) | {alone['compact_journal']:.2f} |",
         f"| reference: bare msgpack decode + encode of a fixed prediction, same payloads | "
         f"{alone['bare']:.2f} |",
         "",
