@@ -106,7 +106,8 @@ class BatchPass(NamedTuple):
     """What :func:`run_pass` gives per row: the learner's sign (``pred``, +1/-1),
     ``margin``, whether it asked (``asked``), and its prediction in the user's
     labels, ``labels[label_index[row]]``; and the label requests it issued
-    (:class:`Outbound`, under the ``request`` policy)."""
+    (:class:`Outbound`, under the ``request`` policy), in row order, with their
+    rows (``request_rows``)."""
 
     pred: np.ndarray
     margin: np.ndarray
@@ -114,6 +115,7 @@ class BatchPass(NamedTuple):
     label_index: np.ndarray
     labels: list
     requests: list
+    request_rows: list
 
 
 def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray,
@@ -243,9 +245,10 @@ def run_pass(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray,
     if n:
         stream.last_label = user_labels[int(label_index[-1])]
     requests = []
+    request_rows = np.flatnonzero(asked & (label < 0)).tolist() if requesting else []
     if requesting:
         # Pipeline._predict's label requests: a row without a label that asked
-        for i in np.flatnonzero(asked & (label < 0)).tolist():
+        for i in request_rows:
             k = int(feat_k[i])
             seq, ts = int(seqs[i]), float(arrays[1][i])
             features = (feat_slots[i, :k].copy(), feat_z[i, :k].copy())
@@ -258,7 +261,7 @@ def run_pass(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray,
                 pipeline.label_request_qos, False))
         pipeline._label_requests += len(requests)
         stream.label_requests += len(requests)
-    return BatchPass(pred, margins, asked, label_index, user_labels, requests)
+    return BatchPass(pred, margins, asked, label_index, user_labels, requests, request_rows)
 
 
 def _journal_lessons(pipeline: Pipeline, name: str, learned_before: int, rows: np.ndarray,

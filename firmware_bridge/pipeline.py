@@ -636,6 +636,84 @@ class Pipeline:
         self._batches += 1
         return [Outbound(stream.prediction_topic, packed, self.prediction_qos, False), *result.requests]
 
+    def handle_many(self, items: list[tuple[str, bytes, float]]) -> list[list[Outbound]]:
+        """:meth:`handle` for each ``(topic, payload, received_at)`` of ``items``, in
+        order: what each gives, the same outputs, counters and learner state.
+        Consecutive batch messages of one binary PAACDS stream share one decode call
+        and one learner pass (and one label journal record): their rows are one
+        stream's rows in order, as offline replay runs a log's chunk. Each message
+        still gets its own prediction message and label requests."""
+        results: list[list[Outbound]] = []
+        i = 0
+        while i < len(items):
+            end = i + 1
+            stream = self._groupable(items[i])
+            if stream is not None:
+                while end < len(items) and self._groupable(items[end]) is stream:
+                    end += 1
+            if end - i < 2:
+                results.append(self.handle(*items[i]))
+            else:
+                results += self._jitted_batches_of(stream, items[i:end])
+            i = end
+        return results
+
+    def _groupable(self, item: tuple[str, bytes, float]) -> _Stream | None:
+        # The stream of a message handle() would try as a jitted batch, or None.
+        topic, payload, _ = item
+        if not self._jitted_batches or type(payload) is not bytes or payload[:1] != b"\x81":
+            return None
+        if len(payload) > self.limits.max_payload_bytes:
+            return None
+        return self._data_topics.get(topic)
+
+    def _jitted_batches_of(self, stream: _Stream, items: list) -> list[list[Outbound]]:
+        """Batch messages of ``stream`` (two or more) as :meth:`_jitted_batch` would
+        take them one after the other, in one decode and one learner pass: the
+        leading ones the decoder is sure of whose readings list channels in one
+        order; the rest one by one through :meth:`handle`."""
+        from .jitted_rows import run_pass  # (it imports this module)
+
+        decoder = self._batch_decoder
+        if decoder is None or len(decoder.names) + len(decoder.labels) > self._DECODER_ENTRIES:
+            decoder = self._batch_decoder = FastDecoder(self.limits)
+        decoded = decoder.decode_payloads([payload for _, payload, _ in items])
+        sure = decoded.kind == REC_BATCH
+        taken = int(sure.argmin()) if not sure.all() else len(items)
+        columns = np.empty(0, dtype=np.int64)
+        if taken >= 2:
+            rows = int(decoded.first[taken - 1] + decoded.count[taken - 1])
+            pairs = int(decoded.pair_count[:rows].sum())
+            columns = column_order(decoded.pair_name[:pairs], decoded.pair_count[:rows],
+                                   len(decoder.names))
+            if not columns.shape[0] and pairs:
+                taken = 0  # the rows disagree on an order: each message alone
+        if taken < 2:
+            return [self.handle(*item) for item in items]
+        self._messages += taken
+        rows = int(decoded.first[taken - 1] + decoded.count[taken - 1])
+        pairs = int(decoded.pair_count[:rows].sum())
+        seq, ts = decoded.seq[:rows], decoded.ts[:rows]
+        received = np.repeat([received_at for _, _, received_at in items[:taken]],
+                             decoded.count[:taken])
+        arrays = (seq, ts, decoded.label[:rows], received, decoded.pair_count[:rows],
+                  decoded.pair_name[:pairs], decoded.pair_value[:pairs])
+        result = run_pass(self, stream.name, arrays, columns, decoder)
+        labels = [self._pack_label(y) for y in result.labels]
+        # each message's label requests: those of its rows first[m] .. first[m + 1] - 1
+        request_at = np.searchsorted(np.asarray(result.request_rows, dtype=np.int64),
+                                     np.append(decoded.first[:taken], rows)).tolist()
+        out = []
+        for m in range(taken):
+            begin, end = int(decoded.first[m]), int(decoded.first[m] + decoded.count[m])
+            packed = pack_predictions(seq[begin:end], ts[begin:end],
+                                      result.label_index[begin:end], labels,
+                                      result.margin[begin:end], result.asked[begin:end])
+            self._batches += 1
+            out.append([Outbound(stream.prediction_topic, packed, self.prediction_qos, False),
+                        *result.requests[request_at[m]:request_at[m + 1]]])
+        return out + [self.handle(*item) for item in items[taken:]]
+
     def _pack_label(self, y: Any) -> bytes:
         try:
             return self._pack(y)

@@ -177,3 +177,47 @@ def test_a_crash_after_jitted_batches_loses_no_lesson(jitted, tmp_path):
     for stream in live.streams:
         assert (restored.stream_counters(stream)["learned"]
                 == live.stream_counters(stream)["learned"] > 0)
+
+
+@pytest.mark.parametrize(("policy", "seed", "group"), [("request", 11, 5), ("from_data", 12, 3),
+                                                       ("all", 13, 64), ("request", 14, 2)])
+def test_handle_many_answers_as_handle_one_by_one(policy, seed, group, monkeypatch):
+    """Pipeline.handle_many (consecutive batches of a stream in one decode and one
+    learner pass, as the gateway hands over what is queued) against handle() message
+    by message: the same outputs for each message, lessons, counters and state; the
+    traffic mixes streams, single readings, label answers, new and dropped channels."""
+    import firmware_bridge.jitted_rows as jitted_rows
+
+    passes = []
+    run_pass = jitted_rows.run_pass
+    monkeypatch.setattr(jitted_rows, "run_pass",
+                        lambda p, *args: passes.append(p) or run_pass(p, *args))
+    grouped, plain = _pipelines(policy)
+    lessons = {id(grouped): [], id(plain): []}
+    for p in (grouped, plain):
+        p.on_learn = lambda stream, n, slots, z, y, into=lessons[id(p)]: into.append(
+            (stream, n, slots.tolist(), z.tobytes(), y))
+    issued = {id(grouped): [], id(plain): []}
+    traffic = list(_traffic(seed, 600))
+    for start in range(0, len(traffic), group):
+        # Answers to requests issued before the group (each pipeline names its own).
+        known = len(issued[id(plain)])
+        assert len(issued[id(grouped)]) == known
+        items = {id(grouped): [], id(plain): []}
+        for kind, a, b in traffic[start:start + group]:
+            for p in (grouped, plain):
+                if kind == "data":
+                    items[id(p)].append((a, b, 1.0))
+                elif known:
+                    req = issued[id(p)][a % known]
+                    items[id(p)].append(("edgelearn/s/label", encode_label(req, b), 1.0))
+        want = [_normalized(plain.handle(*item), issued[id(plain)]) for item in items[id(plain)]]
+        got = [_normalized(out, issued[id(grouped)])
+               for out in grouped.handle_many(items[id(grouped)])]
+        assert got == want
+    assert lessons[id(grouped)] == lessons[id(plain)]
+    _assert_same_state(grouped, plain)
+    assert grouped.counters()["batches"] > 0 and grouped.counters()["learned"] > 0
+    # Batches did share passes: fewer passes than batches answered (the reference
+    # goes reading by reading).
+    assert 0 < passes.count(grouped) < grouped.counters()["batches"] and plain not in passes
