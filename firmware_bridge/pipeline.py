@@ -617,9 +617,7 @@ class Pipeline:
         readings list channels in differing orders."""
         from .jitted_rows import run_pass  # (it imports this module)
 
-        decoder = self._batch_decoder
-        if decoder is None or len(decoder.names) + len(decoder.labels) > self._DECODER_ENTRIES:
-            decoder = self._batch_decoder = FastDecoder(self.limits)
+        decoder = self._decoder()
         decoded = decoder.decode_payloads([payload])
         if decoded.kind[0] != REC_BATCH:
             return None
@@ -674,9 +672,7 @@ class Pipeline:
         order; the rest one by one through :meth:`handle`."""
         from .jitted_rows import run_pass  # (it imports this module)
 
-        decoder = self._batch_decoder
-        if decoder is None or len(decoder.names) + len(decoder.labels) > self._DECODER_ENTRIES:
-            decoder = self._batch_decoder = FastDecoder(self.limits)
+        decoder = self._decoder()
         decoded = decoder.decode_payloads([payload for _, payload, _ in items])
         sure = decoded.kind == REC_BATCH
         taken = int(sure.argmin()) if not sure.all() else len(items)
@@ -713,6 +709,13 @@ class Pipeline:
             out.append([Outbound(stream.prediction_topic, packed, self.prediction_qos, False),
                         *result.requests[request_at[m]:request_at[m + 1]]])
         return out + [self.handle(*item) for item in items[taken:]]
+
+    def _decoder(self) -> FastDecoder:
+        # The batch decoder, made anew once its tables hold _DECODER_ENTRIES.
+        decoder = self._batch_decoder
+        if decoder is None or len(decoder.names) + len(decoder.labels) > self._DECODER_ENTRIES:
+            decoder = self._batch_decoder = FastDecoder(self.limits)
+        return decoder
 
     def _pack_label(self, y: Any) -> bytes:
         try:
