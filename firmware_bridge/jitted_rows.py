@@ -4,7 +4,8 @@ Both users hold a stream's readings as arrays (:class:`~firmware_bridge.fast_dec
 ids: per reading seq, ts, label id, receive time and channel count; per channel
 its name id and value): offline replay (:mod:`firmware_bridge.bulk_replay`, a
 chunk of a log) and the gateway's batches (``Pipeline.handle``, one batch
-message). :func:`run_jitted` runs them through
+message; ``Pipeline.handle_many``, the queued batch messages of a stream).
+:func:`run_pass` (and :func:`run_jitted`, its form for replay) runs them through
 :func:`edgelearn.kernels.log_replay.paacds_binary_log_loop` and leaves the
 stream as :meth:`Pipeline._predict` reading by reading would: learner state,
 counters, sequence accounting, label sides, metrics, and under the ``request``
