@@ -635,24 +635,39 @@ class Pipeline:
         return [Outbound(stream.prediction_topic, packed, self.prediction_qos, False), *result.requests]
 
     def handle_many(self, items: list[tuple[str, bytes, float]]) -> list[list[Outbound]]:
-        """:meth:`handle` for each ``(topic, payload, received_at)`` of ``items``, in
-        order: what each gives, the same outputs, counters and learner state.
-        Consecutive batch messages of one binary PAACDS stream share one decode call
-        and one learner pass (and one label journal record): their rows are one
-        stream's rows in order, as offline replay runs a log's chunk. Each message
-        still gets its own prediction message and label requests."""
+        """:meth:`handle` for each ``(topic, payload, received_at)`` of ``items``: what
+        each gives, the same outputs, counters and learner states. In a run of batch
+        messages of binary PAACDS streams (nothing else between them) each stream's
+        share one decode call and one learner pass (and one label journal record):
+        their rows are the stream's rows in order, as offline replay runs a log's
+        chunk. Each message still gets its own prediction message and label
+        requests; only label requests of different streams may be issued in another
+        order than one by one (each stream's keep theirs)."""
         results: list[list[Outbound]] = []
         i = 0
         while i < len(items):
-            end = i + 1
-            stream = self._groupable(items[i])
-            if stream is not None:
-                while end < len(items) and self._groupable(items[end]) is stream:
-                    end += 1
+            # A run of batch messages of known streams (interleaved, as sensors send):
+            # each stream's in one pass, in their order. Streams share no learner, so
+            # only the order in which different streams' label requests are issued
+            # can differ from handle() one by one.
+            streams = []
+            end = i
+            while end < len(items) and (stream := self._groupable(items[end])) is not None:
+                streams.append(stream)
+                end += 1
             if end - i < 2:
                 results.append(self.handle(*items[i]))
-            else:
-                results += self._jitted_batches_of(stream, items[i:end])
+                i += 1
+                continue
+            answers: list = [None] * (end - i)
+            for stream in dict.fromkeys(streams):
+                mine = [k for k, s in enumerate(streams) if s is stream]
+                group = [items[i + k] for k in mine]
+                got = (self._jitted_batches_of(stream, group) if len(group) > 1
+                       else [self.handle(*group[0])])
+                for k, out in zip(mine, got):
+                    answers[k] = out
+            results += answers
             i = end
         return results
 

@@ -909,8 +909,8 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         + f": {per_message:.2f} readings per message, payloads of {sizes['min']:,} to "
         f"{sizes['max']:,} bytes (median {sizes['median']:,}). Published as fast as the "
         "publisher could; one prediction message answers each batch. The gateway's worker "
-        "takes what is queued together (`Pipeline.handle_many`: consecutive batches of the "
-        "stream in one decode, one learner pass and one label journal record). The rate "
+        "takes what is queued together (`Pipeline.handle_many`: a stream's queued batches in "
+        "one decode, one learner pass and one label journal record). The rate "
         "is readings / (arrival of the last prediction - `ts` of the first reading).",
         "",
         "| run | readings | messages | offered readings/s | sustained readings/s | predicted "
