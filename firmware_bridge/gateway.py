@@ -463,7 +463,9 @@ class Gateway:
             outputs = self.pipeline.handle_many(
                 [(item.topic, item.payload, item.received_at) for item in items])
         except Exception as exc:  # a bug; acked below so they are not redelivered forever
-            self._worker_errors.inc()
+            # Each message of the group went unanswered: each is counted (the
+            # counter counts messages), as one message alone would be.
+            self._worker_errors.inc(len(items))
             self._log.warning("worker_error", "%s on %d messages from topic %.80r: %r",
                               type(exc).__name__, len(items), items[0].topic, exc)
             outputs = [()] * len(items)
