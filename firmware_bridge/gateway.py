@@ -198,6 +198,11 @@ class Gateway:
         self._next_checkpoint = now + config.checkpoint_interval_s
         self._next_watchdog = now
         self._next_flush = now + config.status_interval_s
+        # Messages _process_queued takes at once: their outputs at worst (a prediction
+        # and a label request per reading) on top of a full window fit paho's queue.
+        queued = config.mqtt.max_queued_messages
+        self._group_limit = (1_000_000 if not queued else max(1, (
+            queued - config.mqtt.max_inflight_messages) // (1 + config.limits.max_batch_readings)))
 
     # -- checkpoints ---------------------------------------------------------------
 
@@ -225,11 +230,32 @@ class Gateway:
         self.registry.register("journal", self.journal.counters, problems=("journal_dropped",))
         self.checkpoint()  # the replayed streams; truncates the journal when all are written
         self.pipeline.on_learn = self._journal_lesson
+        self.pipeline.on_learn_batch = self._journal_lessons
 
     def _journal_lesson(self, stream: str, n: int, slots: Any, z: Any, y: Any) -> None:
         """Pipeline.on_learn: the lesson goes to the journal before its message is
         acknowledged (before the learner takes it, or right after on the pipeline's
         one-call path; a checkpoint written here then holds it with its count)."""
+        layout = self._journal_layout(stream)
+        try:
+            self.journal.append(stream, n, layout, slots, z, y)
+        except (OSError, TypeError, ValueError) as exc:
+            self._journal_errors.inc()
+            self._log.warning("journal_error", "stream %r: %s", stream, exc)
+
+    def _journal_lessons(self, stream: str, n: int, counts: Any, slots: Any, z: Any,
+                         codes: Any, labels: list) -> None:
+        """Pipeline.on_learn_batch: a jitted batch's lessons, one journal record."""
+        layout = self._journal_layout(stream)
+        try:
+            self.journal.append_batch(stream, n, layout, counts, slots, z, codes, labels)
+        except (OSError, TypeError, ValueError) as exc:
+            self._journal_errors.inc()
+            self._log.warning("journal_error", "stream %r: %s", stream, exc)
+
+    def _journal_layout(self, stream: str) -> tuple[int, int]:
+        """``stream``'s channel layout, checkpointed first if its last checkpoint does
+        not have it."""
         layout = self.pipeline.layout(stream)
         if self.checkpoints.saved_layout(stream) != layout:
             # The slots refer to channels the last checkpoint does not map (a new
@@ -241,11 +267,7 @@ class Gateway:
             else:
                 self._checkpoint_errors.inc()
                 self._log.warning("checkpoint_error", "stream %r: %s", stream, exc)
-        try:
-            self.journal.append(stream, n, layout, slots, z, y)
-        except (OSError, TypeError, ValueError) as exc:
-            self._journal_errors.inc()
-            self._log.warning("journal_error", "stream %r: %s", stream, exc)
+        return layout
 
     def checkpoint(self) -> int:
         """Write the checkpoint of every stream that changed since its last one; return
@@ -399,12 +421,7 @@ class Gateway:
             if item.qos:
                 self._unacked.append((item, None))
             return
-        if self.recorder is not None:
-            try:
-                self.recorder.write(item.topic, item.payload, item.received_at)
-            except (OSError, TypeError) as exc:
-                self._recorder_errors.inc()
-                self._log.warning("recorder_error", "%s", exc)
+        self._record(item)
         try:
             outputs = self.pipeline.handle(item.topic, item.payload, item.received_at)
         except Exception as exc:  # a bug; acked below so it is not redelivered forever
@@ -412,6 +429,17 @@ class Gateway:
             self._log.warning("worker_error", "%s on topic %.80r: %r", type(exc).__name__,
                               item.topic, exc)
             outputs = ()
+        self._publish(item, outputs)
+
+    def _record(self, item: InboundMessage) -> None:
+        if self.recorder is not None:
+            try:
+                self.recorder.write(item.topic, item.payload, item.received_at)
+            except (OSError, TypeError) as exc:
+                self._recorder_errors.inc()
+                self._log.warning("recorder_error", "%s", exc)
+
+    def _publish(self, item: InboundMessage, outputs: Any) -> None:
         publish = self.bridge.publish
         last = None
         for out in outputs:
@@ -420,15 +448,51 @@ class Gateway:
             # Acknowledged once its outputs are with the broker (see _release_acks).
             self._unacked.append((item, last))
 
+    def _process_group(self, items: list[InboundMessage]) -> None:
+        """Messages taken together (none Home Assistant's): one
+        ``Pipeline.handle_many``, so a stream's queued batches share a learner pass;
+        each message's outputs and ack as :meth:`_process` gives them. (A bug
+        raising in the shared pass drops the outputs of the whole group, acked.)"""
+        if len(items) < 2:
+            for item in items:
+                self._process(item)
+            return
+        for item in items:
+            self._record(item)
+        try:
+            outputs = self.pipeline.handle_many(
+                [(item.topic, item.payload, item.received_at) for item in items])
+        except Exception as exc:  # a bug; acked below so they are not redelivered forever
+            # Each message of the group went unanswered: each is counted (the
+            # counter counts messages), as one message alone would be.
+            self._worker_errors.inc(len(items))
+            self._log.warning("worker_error", "%s on %d messages from topic %.80r: %r",
+                              type(exc).__name__, len(items), items[0].topic, exc)
+            outputs = [()] * len(items)
+        for item, out in zip(items, outputs):
+            self._publish(item, out)
+
     def _process_queued(self) -> None:
         """Process received messages while the outbound window has room: a busy broker
         slows the worker down (and, through the acks, the senders) instead of
-        predictions being dropped."""
+        predictions being dropped. What is queued is taken together, as many as the
+        window has room for (:meth:`_process_group`), and no more than
+        ``_group_limit``: even a group whose every reading asks for its label then
+        fits paho's outgoing queue."""
         inbound = self.bridge.inbound
         room = self.bridge.outgoing_room
-        process = self._process
+        birth = self._birth_topic
         while inbound and room() > 0:
-            process(inbound.popleft())
+            group = []
+            for _ in range(max(1, min(len(inbound), room(), self._group_limit))):
+                item = inbound.popleft()
+                if item.topic == birth:  # not the pipeline's: on its own, in order
+                    self._process_group(group)
+                    self._process(item)
+                    group = []
+                else:
+                    group.append(item)
+            self._process_group(group)
 
     def _release_acks(self) -> None:
         """Acknowledge processed messages whose outputs the broker has taken.

@@ -4,7 +4,8 @@ Both users hold a stream's readings as arrays (:class:`~firmware_bridge.fast_dec
 ids: per reading seq, ts, label id, receive time and channel count; per channel
 its name id and value): offline replay (:mod:`firmware_bridge.bulk_replay`, a
 chunk of a log) and the gateway's batches (``Pipeline.handle``, one batch
-message). :func:`run_jitted` runs them through
+message; ``Pipeline.handle_many``, the queued batch messages of a stream).
+:func:`run_pass` (and :func:`run_jitted`, its form for replay) runs them through
 :func:`edgelearn.kernels.log_replay.paacds_binary_log_loop` and leaves the
 stream as :meth:`Pipeline._predict` reading by reading would: learner state,
 counters, sequence accounting, label sides, metrics, and under the ``request``
@@ -13,17 +14,21 @@ policy the label requests and the label journal's records.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from edgelearn.channels import name_key
+from edgelearn.kernels import log_replay as loop
 from edgelearn.learners.base import BinaryTargets
+from edgelearn.learners.paacds import _K0
 
 from .fast_decode import FastDecoder
+from .kernels.replay_rows import first_rows, sequence
 from .pipeline import SEQUENCE_COUNTERS, Outbound, Pipeline
 from .protocol import encode_label_request
 
-__all__ = ["run_jitted", "run_per_message"]
+__all__ = ["BatchPass", "run_jitted", "run_pass", "run_per_message"]
 
 
 def _readings(arrays: tuple, decoder: FastDecoder) -> list[tuple]:
@@ -68,15 +73,14 @@ def _label_sides(pipeline: Pipeline, stream, label: np.ndarray, decoder: FastDec
     truth = np.zeros(n, dtype=np.int8)
     side_labels: list[tuple[int, list, list]] = [(-1, sides.labels, sides.to_state())]
     labels: list = []
-    rows = np.flatnonzero(label >= 0)
-    if not rows.shape[0]:
+    ids, first = first_rows(label, len(decoder.labels))
+    if not ids.shape[0]:
         return codes, truth, labels, side_labels
-    ids, first = np.unique(label[rows], return_index=True)
-    order = np.argsort(first)
+    rows = np.flatnonzero(label >= 0)
     local = np.full(len(decoder.labels), -1.0)
     side = np.zeros(len(decoder.labels), dtype=np.int8)
     unusable = np.zeros(len(decoder.labels), dtype=np.bool_)
-    for ident, row in zip(ids[order].tolist(), rows[first[order]].tolist()):
+    for ident, row in zip(ids.tolist(), first.tolist()):
         y = decoder.labels.values[ident]
         if isinstance(y, dict) or not sides.accepts(y):
             unusable[ident] = True
@@ -99,19 +103,41 @@ def _label_sides(pipeline: Pipeline, stream, label: np.ndarray, decoder: FastDec
     return codes, truth, labels, side_labels
 
 
+class BatchPass(NamedTuple):
+    """What :func:`run_pass` gives per row: the learner's sign (``pred``, +1/-1),
+    ``margin``, whether it asked (``asked``), and its prediction in the user's
+    labels, ``labels[label_index[row]]``; and the label requests it issued
+    (:class:`Outbound`, under the ``request`` policy), in row order, with their
+    rows (``request_rows``)."""
+
+    pred: np.ndarray
+    margin: np.ndarray
+    asked: np.ndarray
+    label_index: np.ndarray
+    labels: list
+    requests: list
+    request_rows: list
+
+
 def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray,
                 decoder: FastDecoder, keep: bool) -> dict | None:
+    """:func:`run_pass`; with ``keep``, return per row the prediction (``"y"``, the
+    user's label), ``"score"`` and ``"ask"``, and the label requests issued
+    (``"requests"``)."""
+    result = run_pass(pipeline, name, arrays, columns, decoder)
+    if not keep:
+        return None
+    labels = result.labels
+    return {"y": [labels[i] for i in result.label_index.tolist()],
+            "score": result.margin.tolist(), "ask": result.asked.tolist(),
+            "requests": result.requests}
+
+
+def run_pass(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray,
+             decoder: FastDecoder) -> BatchPass:
     """Run stream ``name``'s rows (``arrays``, channels in the order ``columns``)
-    through the jitted loop; with ``keep``, return per row the prediction (``"y"``,
-    the user's label), ``"score"`` and ``"ask"``, and the label requests issued
-    (``"requests"``, as :class:`Outbound`, under the ``request`` policy). A label
-    journal (``on_learn``) hears of every lesson learned, after the pass."""
-    from edgelearn.channels import name_key
-    from edgelearn.kernels import log_replay as loop
-    from edgelearn.learners.paacds import _K0
-
-    from .kernels.replay_rows import sequence
-
+    through the jitted loop. A label journal hears of every lesson learned, after
+    the pass: ``on_learn_batch`` once, or else ``on_learn`` per lesson."""
     seqs, _, label, received, count, pair_name, pair_value = arrays
     stream = pipeline._streams[name]
     model = stream.learner
@@ -149,7 +175,7 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
     target = 0.0 if model.target_query_rate is None else float(model.target_query_rate)
     active_learning = pipeline.label_policy == "from_data"
     requesting = pipeline.label_policy == "request"
-    journaling = pipeline.on_learn is not None
+    journaling = pipeline.on_learn is not None or pipeline.on_learn_batch is not None
     if requesting or journaling:  # label requests and the journal keep the features the learner saw
         feat_k = np.empty(n, dtype=np.int64)
         feat_slots = np.empty((n, width), dtype=np.int32)
@@ -195,7 +221,7 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
     stream.data += n
     stream.asked += n_asked
     stream.learned += n_learned
-    if journaling:  # after the counts, so a checkpoint it makes holds them with the lessons
+    if journaling and n_learned:  # after the counts, so a checkpoint it makes holds them with the lessons
         _journal_lessons(pipeline, name, stream.learned - n_learned, np.flatnonzero(learn_rows),
                          codes, labels, feat_k, feat_slots, feat_z)
     if n:
@@ -204,50 +230,59 @@ def run_jitted(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray
     moved = np.zeros(4, dtype=np.int64)
     last, window = sequence(seqs, stream.last_seq, np.uint64(stream.seq_window), moved)
     stream.last_seq, stream.seq_window = int(last), int(window)
-    for key, delta_count in zip(SEQUENCE_COUNTERS, moved.tolist()):
-        if delta_count:
-            setattr(stream, key, getattr(stream, key) + delta_count)
-            pipeline._sequence_counts[key] += delta_count
-    if moved[0] or moved[3]:
-        pipeline._log.warning("seq_gap", "stream %r: seq gaps or restarts in a batch or a replayed log "
-                              "(%d missing, %d restarts)", name, int(moved[0]), int(moved[3]))
+    if moved.any():
+        for key, delta_count in zip(SEQUENCE_COUNTERS, moved.tolist()):
+            if delta_count:
+                setattr(stream, key, getattr(stream, key) + delta_count)
+                pipeline._sequence_counts[key] += delta_count
+        if moved[0] or moved[3]:
+            pipeline._log.warning("seq_gap", "stream %r: seq gaps or restarts in a batch or a "
+                                  "replayed log (%d missing, %d restarts)", name, int(moved[0]),
+                                  int(moved[3]))
 
     # Scoring, as Pipeline._score does it, run by run of rows with the same labels.
     _score_rows(stream, name, pred, truth, side_labels, target_states)
+    label_index, user_labels = _user_predictions(pred, target_states, name)
     if n:
-        stream.last_label = _label_at(target_states, n - 1, int(pred[-1]), name)
-    if not keep and not requesting:
-        return None
-    predicted = _user_predictions(pred, target_states, name)
-    scores = margins.tolist()
+        stream.last_label = user_labels[int(label_index[-1])]
     requests = []
+    request_rows = np.flatnonzero(asked & (label < 0)).tolist() if requesting else []
     if requesting:
         # Pipeline._predict's label requests: a row without a label that asked
-        for i in np.flatnonzero(asked & (label < 0)).tolist():
+        for i in request_rows:
             k = int(feat_k[i])
             seq, ts = int(seqs[i]), float(arrays[1][i])
             features = (feat_slots[i, :k].copy(), feat_z[i, :k].copy())
-            req = pipeline.labels.issue(name, seq, features, predicted[i])
+            predicted = user_labels[int(label_index[i])]
+            req = pipeline.labels.issue(name, seq, features, predicted)
             requests.append(Outbound(
                 stream.label_request_topic,
-                encode_label_request(req, seq, ts, predicted[i], scores[i], pipeline.labels.ttl_seconds),
+                encode_label_request(req, seq, ts, predicted, float(margins[i]),
+                                     pipeline.labels.ttl_seconds),
                 pipeline.label_request_qos, False))
         pipeline._label_requests += len(requests)
         stream.label_requests += len(requests)
-    return {"y": predicted, "score": scores, "ask": asked.tolist(), "requests": requests}
+    return BatchPass(pred, margins, asked, label_index, user_labels, requests, request_rows)
 
 
 def _journal_lessons(pipeline: Pipeline, name: str, learned_before: int, rows: np.ndarray,
                      codes: np.ndarray, labels: list, feat_k: np.ndarray,
                      feat_slots: np.ndarray, feat_z: np.ndarray) -> None:
-    """Tell the label journal (``on_learn``) of each lesson the pass learned, in order,
+    """Tell the label journal of the lessons the pass learned (``rows``, in order),
     numbered from the stream's ``learned`` count before the pass, as
-    ``Pipeline._learn`` does reading by reading. They are told after the pass, not
+    ``Pipeline._learn`` does reading by reading: all at once (``on_learn_batch``,
+    one journal record), or each (``on_learn``). They are told after the pass, not
     before each update, and that loses nothing: the gateway acks the batch only after
     its outputs, which come after this, and a crash before then loses the learner's
     memory of the batch too. If the stream's channel map moved during the pass, the
     journal checkpoints the stream first, with every lesson of the batch in it, and a
     replay skips them as already learned."""
+    if pipeline.on_learn_batch is not None:
+        k = feat_k[rows]
+        kept = np.arange(feat_slots.shape[1]) < k[:, None]  # each lesson's first k features
+        pipeline.on_learn_batch(name, learned_before, k, feat_slots[rows][kept],
+                                feat_z[rows][kept], codes[rows].astype(np.int32), labels)
+        return
     for j, i in enumerate(rows.tolist()):
         k = int(feat_k[i])
         pipeline.on_learn(name, learned_before + j, feat_slots[i, :k].copy(),
@@ -263,13 +298,6 @@ def _targets_at(states: list[tuple[int, list]], row: int, name: str) -> BinaryTa
     return targets
 
 
-def _label_at(states: list, row: int, sign: int, name: str) -> Any:
-    targets = _targets_at(states, row, name)
-    if not targets.labels:
-        return targets.neutral()
-    return targets.decode(sign > 0)
-
-
 def _score_rows(stream, name: str, pred: np.ndarray, truth: np.ndarray,
                 side_labels: list, target_states: list) -> None:
     scored = truth > 0
@@ -278,38 +306,44 @@ def _score_rows(stream, name: str, pred: np.ndarray, truth: np.ndarray,
     n = pred.shape[0]
     bounds = sorted({0, n, *(r for r, *_ in side_labels[1:]), *(r + 1 for r, _ in target_states[1:])})
     is_true = truth == 2
+    positive = pred == 1
     guess = np.empty(n, dtype=np.bool_)
     for begin, end in zip(bounds, bounds[1:]):
         if begin >= end:
             continue
-        state = [s for s in side_labels if s[0] <= begin][-1]
-        known, checker = state[1], BinaryTargets(name)
-        checker.load(state[2])
-        for sign in (1, -1):
-            rows = slice(begin, end)
-            label = _label_at(target_states, begin, sign, name)
-            mine = pred[rows] == sign if sign > 0 else pred[rows] != 1
-            if label in known:
-                guess[rows][mine] = checker.sign(label) > 0
-            else:
-                guess[rows][mine] = ~is_true[rows][mine]
+        _, known, sides = [s for s in side_labels if s[0] <= begin][-1]
+        checker = BinaryTargets(name)
+        checker.load(sides)
+        targets = _targets_at(target_states, begin, name)
+        rows = slice(begin, end)
+        verdicts = []
+        for side in (True, False):  # what a prediction on each side says of the truth
+            label = targets.decode(side) if targets.labels else targets.neutral()
+            # not one of the stream's labels: wrong whatever the truth
+            verdicts.append(checker.sign(label) > 0 if label in known else ~is_true[rows])
+        guess[rows] = np.where(positive[rows], verdicts[0], verdicts[1])
     stream.metrics.update_many(is_true[scored], guess[scored])
 
-def _user_predictions(pred: np.ndarray, states: list[tuple[int, list]], name: str) -> list:
-    """Each row's prediction in the user's labels: the learner's labels as they
-    were when it predicted (a label learned at row r is known from row r + 1)."""
-    out: list = [None] * len(pred)
-    signs = pred.tolist()
-    bounds = [row + 1 for row, _ in states[1:]] + [len(signs)]
+
+def _user_predictions(pred: np.ndarray, states: list[tuple[int, list]],
+                      name: str) -> tuple[np.ndarray, list]:
+    """Each row's prediction in the user's labels, as ``labels[index[row]]``: the
+    learner's labels as they were when it predicted (a label learned at row r is
+    known from row r + 1)."""
+    n = pred.shape[0]
+    index = np.empty(n, dtype=np.int64)
+    labels: list = []
+    bounds = [row + 1 for row, _ in states[1:]] + [n]
     begin = 0
     for (_, state), end in zip(states, bounds):
         targets = BinaryTargets(name)
         targets.load(state)
         if not targets.labels:
-            value = targets.neutral()
-            out[begin:end] = [value] * (end - begin)
+            index[begin:end] = len(labels)
+            labels.append(targets.neutral())
         else:
-            positive, negative = targets.decode(True), targets.decode(False)
-            out[begin:end] = [positive if s > 0 else negative for s in signs[begin:end]]
+            positive = len(labels)
+            labels += (targets.decode(True), targets.decode(False))
+            index[begin:end] = np.where(pred[begin:end] > 0, positive, positive + 1)
         begin = end
-    return out
+    return index, labels

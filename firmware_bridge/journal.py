@@ -23,18 +23,25 @@ restored one rather than teach a weight to the wrong channel. What the journal d
 not hold is the observation statistics of unlabelled messages since the checkpoint
 (channel means and variances, the query budget): those rewind to the checkpoint.
 
-Format: records, each ``b"ELJ1"``, the payload's length and CRC-32 (little-endian
-uint32 each), then the msgpack payload ``[stream, n, n_assigned, n_evicted,
-slots dtype, slots bytes, z dtype, z bytes, y]``. A write cut short by a kill leaves
-a torn last record; a damaged one fails its checksum. Either stops the replay there,
-reported with its byte offset: records of a stream must apply in order, so nothing
-after a bad record can be trusted to fit.
+Format: records, each a 4-byte marker, the payload's length and CRC-32
+(little-endian uint32 each), then the msgpack payload. ``b"ELJ1"``: one lesson,
+``[stream, n, n_assigned, n_evicted, slots dtype, slots bytes, z dtype, z bytes,
+y]``. ``b"ELJ2"``: the lessons of one batch (the gateway's jitted batches) of one
+stream, numbered ``n, n + 1, ...``, in one layout, ``[stream, n, n_assigned,
+n_evicted, counts dtype, counts bytes, slots dtype, slots bytes, z dtype, z bytes,
+codes dtype, codes bytes, labels]``: lesson i has ``counts[i]`` features, the
+next ones of ``slots``/``z``, and the label ``labels[codes[i]]``. A write cut short
+by a kill leaves a torn last record; a damaged one fails its checksum. Either stops
+the replay there, reported with its byte offset: records of a stream must apply in
+order, so nothing after a bad record can be trusted to fit.
 
-Writes go straight to the file (one ``write`` per lesson: a killed process loses
-nothing the kernel has); ``fsync`` is batched (at most one per ``fsync_interval_s``),
-which bounds what a power cut can lose. The file is bounded by ``max_bytes``: the
-gateway checkpoints when it passes half of it, and a lesson that would pass the
-bound is learned but not journaled (counted as ``journal_dropped``).
+Writes go straight to the file (one ``write`` per record: a killed process loses
+nothing the kernel has; a batch's lessons are all in the kernel or, torn, none
+replayed, and its data messages are not acknowledged until after the write);
+``fsync`` is batched (at most one per ``fsync_interval_s``), which bounds what a
+power cut can lose. The file is bounded by ``max_bytes``: the gateway checkpoints
+when it passes half of it, and a record that would pass the bound is learned but
+not journaled (its lessons counted as ``journal_dropped``).
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ __all__ = ["JOURNAL_NAME", "LabelJournal", "Lesson", "read_journal", "replay"]
 
 JOURNAL_NAME = "labels.journal"
 _MAGIC = b"ELJ1"
+_MAGIC_BATCH = b"ELJ2"
 _HEADER = struct.Struct("<4sII")
 
 
@@ -85,6 +93,17 @@ def _new_packer() -> msgpack.Packer:
 _DTYPE_NAMES = {np.dtype(t): np.dtype(t).str for t in (np.int32, np.int64, np.float64)}
 
 
+def _encode_batch(stream: str, n: int, layout: tuple[int, int], counts: np.ndarray,
+                  slots: np.ndarray, z: np.ndarray, codes: np.ndarray, labels: list) -> bytes:
+    fields = [stream, n, layout[0], layout[1]]
+    for array in (counts, slots, z, codes):
+        array = np.ascontiguousarray(array)
+        fields += (array.dtype.str, array.tobytes())
+    fields.append(labels)
+    payload = msgpack.packb(fields, use_bin_type=True)
+    return _HEADER.pack(_MAGIC_BATCH, len(payload), zlib.crc32(payload)) + payload
+
+
 class LabelJournal:
     """Appends lessons to ``path`` (created if missing; kept as it is, for replay).
 
@@ -108,6 +127,7 @@ class LabelJournal:
         self._dirty = False
         self._last_sync = -float("inf")
         self.records_written = 0
+        self.lessons_written = 0
         self.bytes_written = 0
         self.dropped = 0
         self.syncs = 0
@@ -122,9 +142,20 @@ class LabelJournal:
                y: Any) -> bool:
         """Write one lesson; False (and counted in ``dropped``) if it would pass
         ``max_bytes``. Raises ``OSError`` if the write fails."""
-        record = _encode(stream, n, layout, slots, z, y, self._pack)
+        return self._write(_encode(stream, n, layout, slots, z, y, self._pack), 1)
+
+    def append_batch(self, stream: str, n: int, layout: tuple[int, int], counts: np.ndarray,
+                     slots: np.ndarray, z: np.ndarray, codes: np.ndarray, labels: list) -> bool:
+        """Write the lessons ``n, n + 1, ...`` of one batch of ``stream`` as one record:
+        lesson i has the next ``counts[i]`` of ``slots``/``z`` and the label
+        ``labels[codes[i]]``. False (each lesson counted in ``dropped``) if it would
+        pass ``max_bytes``. Raises ``OSError`` if the write fails."""
+        return self._write(_encode_batch(stream, n, layout, counts, slots, z, codes, labels),
+                           int(counts.shape[0]))
+
+    def _write(self, record: bytes, lessons: int) -> bool:
         if self.size + len(record) > self.max_bytes:
-            self.dropped += 1
+            self.dropped += lessons
             return False
         written = os.write(self._fd, record)
         if written != len(record):  # a full disk mid-record: leave no torn record behind
@@ -133,6 +164,7 @@ class LabelJournal:
         self.size += written
         self.bytes_written += written
         self.records_written += 1
+        self.lessons_written += lessons
         self._dirty = True
         return True
 
@@ -160,7 +192,8 @@ class LabelJournal:
             self._fd = -1
 
     def counters(self) -> dict[str, int]:
-        return {"journal_records": self.records_written, "journal_bytes": self.bytes_written,
+        return {"journal_records": self.records_written, "journal_lessons": self.lessons_written,
+                "journal_bytes": self.bytes_written,
                 "journal_dropped": self.dropped, "journal_syncs": self.syncs}
 
 
@@ -172,7 +205,7 @@ def _iter_lessons(data: bytes) -> Iterator[Lesson | str]:
             yield f"byte {offset}: a torn record (a write cut short), {end - offset} bytes"
             return
         magic, length, crc = _HEADER.unpack_from(data, offset)
-        if magic != _MAGIC:
+        if magic not in (_MAGIC, _MAGIC_BATCH):
             yield f"byte {offset}: not a journal record (no record marker)"
             return
         start = offset + _HEADER.size
@@ -184,15 +217,38 @@ def _iter_lessons(data: bytes) -> Iterator[Lesson | str]:
             yield f"byte {offset}: checksum mismatch (a damaged record)"
             return
         try:
-            stream, n, assigned, evicted, sdt, sbytes, zdt, zbytes, y = msgpack.unpackb(
-                payload, raw=False, strict_map_key=False)
-            slots = np.frombuffer(sbytes, dtype=np.dtype(sdt)).copy()
-            z = np.frombuffer(zbytes, dtype=np.dtype(zdt)).copy()
-        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            lessons = (_decode(payload) if magic == _MAGIC else _decode_batch(payload))
+        except (ValueError, TypeError, IndexError, msgpack.UnpackException) as exc:
             yield f"byte {offset}: a record that does not decode ({exc})"
             return
-        yield Lesson(stream, n, (assigned, evicted), slots, z, y)
+        yield from lessons
         offset = start + length
+
+
+def _decode(payload: bytes) -> list[Lesson]:
+    stream, n, assigned, evicted, sdt, sbytes, zdt, zbytes, y = msgpack.unpackb(
+        payload, raw=False, strict_map_key=False)
+    slots = np.frombuffer(sbytes, dtype=np.dtype(sdt)).copy()
+    z = np.frombuffer(zbytes, dtype=np.dtype(zdt)).copy()
+    return [Lesson(stream, n, (assigned, evicted), slots, z, y)]
+
+
+def _decode_batch(payload: bytes) -> list[Lesson]:
+    (stream, n, assigned, evicted, cdt, cbytes, sdt, sbytes, zdt, zbytes, ydt, ybytes,
+     labels) = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    counts = np.frombuffer(cbytes, dtype=np.dtype(cdt)).tolist()
+    slots = np.frombuffer(sbytes, dtype=np.dtype(sdt))
+    z = np.frombuffer(zbytes, dtype=np.dtype(zdt))
+    codes = np.frombuffer(ybytes, dtype=np.dtype(ydt)).tolist()
+    if (len(codes) != len(counts) or sum(counts) != slots.shape[0] or slots.shape != z.shape
+            or min(counts, default=0) < 0 or not all(0 <= c < len(labels) for c in codes)):
+        raise ValueError("its counts, features and label codes do not agree")
+    out, at = [], 0
+    for i, (k, code) in enumerate(zip(counts, codes)):
+        out.append(Lesson(stream, n + i, (assigned, evicted), slots[at:at + k].copy(),
+                          z[at:at + k].copy(), labels[code]))
+        at += k
+    return out
 
 
 def read_journal(path: str) -> tuple[list[Lesson], str | None]:

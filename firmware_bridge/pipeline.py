@@ -103,6 +103,9 @@ from edgelearn.constraints import InstanceOf, Interval, OneOf, Options, check_pa
 from edgelearn.learners.base import BinaryTargets
 from edgelearn.metrics import ClassificationMetrics, MultiLabelMetrics
 
+from .fast_decode import REC_BATCH, FastDecoder
+from .kernels.pack_predictions import pack_predictions
+from .kernels.replay_rows import column_order
 from .labels import Outcome, PendingEntry, PendingLabels
 from .protocol import (
     bounded_unpackb,
@@ -177,7 +180,7 @@ _FEATURE_BYTES_PER_CHANNEL = 4 + 8
 _ARRAY_OVERHEAD_BYTES = 2 * 112
 # A stream's bookkeeping beyond its learner: topic strings, counters, metrics rows.
 _STREAM_OVERHEAD_BYTES = 2048
-# One entry of a binary PAACDS stream's slot table (_LeanBinary) beyond its names: the
+# One entry of a settled binary stream's slot table (_LeanBinary) beyond its names: the
 # tuple and array headers and the dict slot (sys.getsizeof, rounded up).
 _SLOT_ORDER_BYTES = 56 + 112 + 104
 _METRIC_ROW_BYTES = 256
@@ -309,7 +312,7 @@ class _Stream:
         # learner's): label -> is it the positive one, so the usual message skips
         # the label checks (their verdict cannot change once both are full).
         self.settled_sides: dict = {}
-        # A binary PAACDS stream whose labels are settled: what its one-call path
+        # A binary stream whose labels are settled: what its one-call path
         # needs (_LeanBinary), built by Pipeline._settle; None until then.
         self.lean: _LeanBinary | None = None
         self.lean_checked = 0  # len(settled_sides) when _settle last looked
@@ -547,9 +550,15 @@ class Pipeline:
         """Called as ``on_learn(stream, n, slots, z, y)`` when a stream learns its
         ``n``-th label (``n`` counts from 0, as the ``learned`` counter), before
         :meth:`handle` returns: before the learner takes it, or, on the one-call path
-        of settled binary PAACDS streams (:meth:`_predict_lean`), right after it took
+        of settled binary streams (:meth:`_predict_lean`), right after it took
         it and the counts say so; the gateway journals it there
         (:mod:`firmware_bridge.journal`)."""
+        self.on_learn_batch: Callable[..., None] | None = None
+        """If set, a jitted batch tells its lessons here at once instead, as
+        ``on_learn_batch(stream, n, counts, slots, z, codes, labels)``: lessons ``n,
+        n + 1, ...``, lesson i with the next ``counts[i]`` of ``slots``/``z`` and the
+        label ``labels[codes[i]]`` (:meth:`LabelJournal.append_batch
+        <firmware_bridge.journal.LabelJournal.append_batch>`)."""
         # The fast path (see handle): data topics of the streams that exist, names
         # that passed the rules, a decoder and an encoder set up once.
         self._data_topics: dict[str, _Stream] = {}
@@ -701,39 +710,135 @@ class Pipeline:
     _DECODER_ENTRIES = 4096
 
     def _jitted_batch(self, stream: _Stream, payload: bytes, received_at: float) -> list[Outbound] | None:
-        """A batch of plain readings in one jitted decode and one jitted learner pass
-        (:mod:`firmware_bridge.jitted_rows`), with what :meth:`_answer_batch` gives
-        reading by reading (the label journal included: ``run_jitted`` tells it each
-        lesson); None when the batch needs that path: the decoder is not sure of it,
-        or its readings list channels in differing orders."""
-        from .fast_decode import REC_BATCH, FastDecoder
-        from .jitted_rows import run_jitted
-        from .kernels.replay_rows import column_order
+        """A batch of plain readings in one jitted decode, one jitted learner pass
+        and one jitted write of the prediction message
+        (:mod:`firmware_bridge.jitted_rows`,
+        :mod:`firmware_bridge.kernels.pack_predictions`), with what
+        :meth:`_answer_batch` gives reading by reading (the label journal included);
+        None when the batch needs that path: the decoder is not sure of it, or its
+        readings list channels in differing orders."""
+        from .jitted_rows import run_pass  # (it imports this module)
 
-        decoder = self._batch_decoder
-        if decoder is None or len(decoder.names) + len(decoder.labels) > self._DECODER_ENTRIES:
-            decoder = self._batch_decoder = FastDecoder(self.limits)
+        decoder = self._decoder()
         decoded = decoder.decode_payloads([payload])
         if decoded.kind[0] != REC_BATCH:
             return None
         columns = column_order(decoded.pair_name, decoded.pair_count, len(decoder.names))
         if not columns.shape[0] and decoded.pair_name.shape[0]:
             return None
-        n = decoded.seq.shape[0]
-        arrays = (decoded.seq, decoded.ts, decoded.label, np.full(n, received_at),
+        seq, ts = decoded.seq, decoded.ts
+        arrays = (seq, ts, decoded.label, np.full(seq.shape[0], received_at),
                   decoded.pair_count, decoded.pair_name, decoded.pair_value)
-        kept = run_jitted(self, stream.name, arrays, columns, decoder, True)
-        predictions = [
-            {"seq": seq, "ts": ts, "y": y, "score": score, "query": ask}
-            for seq, ts, y, score, ask in zip(decoded.seq.tolist(), decoded.ts.tolist(),
-                                              kept["y"], kept["score"], kept["ask"])
-        ]
-        try:
-            packed = self._pack({"predictions": predictions})
-        except TypeError:
-            packed = self._pack({"predictions": [prediction_fields(**p) for p in predictions]})
+        result = run_pass(self, stream.name, arrays, columns, decoder)
+        packed = pack_predictions(seq, ts, result.label_index,
+                                  [self._pack_label(y) for y in result.labels],
+                                  result.margin, result.asked)
         self._batches += 1
-        return [Outbound(stream.prediction_topic, packed, self.prediction_qos, False), *kept["requests"]]
+        return [Outbound(stream.prediction_topic, packed, self.prediction_qos, False), *result.requests]
+
+    def handle_many(self, items: list[tuple[str, bytes, float]]) -> list[list[Outbound]]:
+        """:meth:`handle` for each ``(topic, payload, received_at)`` of ``items``: what
+        each gives, the same outputs, counters and learner states. In a run of batch
+        messages of binary PAACDS streams (nothing else between them) each stream's
+        share one decode call and one learner pass (and one label journal record):
+        their rows are the stream's rows in order, as offline replay runs a log's
+        chunk. Each message still gets its own prediction message and label
+        requests; only label requests of different streams may be issued in another
+        order than one by one (each stream's keep theirs)."""
+        results: list[list[Outbound]] = []
+        i = 0
+        while i < len(items):
+            # A run of batch messages of known streams (interleaved, as sensors send):
+            # each stream's in one pass, in their order. Streams share no learner, so
+            # only the order in which different streams' label requests are issued
+            # can differ from handle() one by one.
+            streams = []
+            end = i
+            while end < len(items) and (stream := self._groupable(items[end])) is not None:
+                streams.append(stream)
+                end += 1
+            if end - i < 2:
+                results.append(self.handle(*items[i]))
+                i += 1
+                continue
+            answers: list = [None] * (end - i)
+            for stream in dict.fromkeys(streams):
+                mine = [k for k, s in enumerate(streams) if s is stream]
+                group = [items[i + k] for k in mine]
+                got = (self._jitted_batches_of(stream, group) if len(group) > 1
+                       else [self.handle(*group[0])])
+                for k, out in zip(mine, got):
+                    answers[k] = out
+            results += answers
+            i = end
+        return results
+
+    def _groupable(self, item: tuple[str, bytes, float]) -> _Stream | None:
+        # The stream of a message handle() would try as a jitted batch, or None.
+        topic, payload, _ = item
+        if not self._jitted_batches or type(payload) is not bytes or payload[:1] != b"\x81":
+            return None
+        if len(payload) > self.limits.max_payload_bytes:
+            return None
+        return self._data_topics.get(topic)
+
+    def _jitted_batches_of(self, stream: _Stream, items: list) -> list[list[Outbound]]:
+        """Batch messages of ``stream`` (two or more) as :meth:`_jitted_batch` would
+        take them one after the other, in one decode and one learner pass: the
+        leading ones the decoder is sure of whose readings list channels in one
+        order; the rest one by one through :meth:`handle`."""
+        from .jitted_rows import run_pass  # (it imports this module)
+
+        decoder = self._decoder()
+        decoded = decoder.decode_payloads([payload for _, payload, _ in items])
+        sure = decoded.kind == REC_BATCH
+        taken = int(sure.argmin()) if not sure.all() else len(items)
+        columns = np.empty(0, dtype=np.int64)
+        if taken >= 2:
+            rows = int(decoded.first[taken - 1] + decoded.count[taken - 1])
+            pairs = int(decoded.pair_count[:rows].sum())
+            columns = column_order(decoded.pair_name[:pairs], decoded.pair_count[:rows],
+                                   len(decoder.names))
+            if not columns.shape[0] and pairs:
+                taken = 0  # the rows disagree on an order: each message alone
+        if taken < 2:
+            return [self.handle(*item) for item in items]
+        self._messages += taken
+        rows = int(decoded.first[taken - 1] + decoded.count[taken - 1])
+        pairs = int(decoded.pair_count[:rows].sum())
+        seq, ts = decoded.seq[:rows], decoded.ts[:rows]
+        received = np.repeat([received_at for _, _, received_at in items[:taken]],
+                             decoded.count[:taken])
+        arrays = (seq, ts, decoded.label[:rows], received, decoded.pair_count[:rows],
+                  decoded.pair_name[:pairs], decoded.pair_value[:pairs])
+        result = run_pass(self, stream.name, arrays, columns, decoder)
+        labels = [self._pack_label(y) for y in result.labels]
+        # each message's label requests: those of its rows first[m] .. first[m + 1] - 1
+        request_at = np.searchsorted(np.asarray(result.request_rows, dtype=np.int64),
+                                     np.append(decoded.first[:taken], rows)).tolist()
+        out = []
+        for m in range(taken):
+            begin, end = int(decoded.first[m]), int(decoded.first[m] + decoded.count[m])
+            packed = pack_predictions(seq[begin:end], ts[begin:end],
+                                      result.label_index[begin:end], labels,
+                                      result.margin[begin:end], result.asked[begin:end])
+            self._batches += 1
+            out.append([Outbound(stream.prediction_topic, packed, self.prediction_qos, False),
+                        *result.requests[request_at[m]:request_at[m + 1]]])
+        return out + [self.handle(*item) for item in items[taken:]]
+
+    def _decoder(self) -> FastDecoder:
+        # The batch decoder, made anew once its tables hold _DECODER_ENTRIES.
+        decoder = self._batch_decoder
+        if decoder is None or len(decoder.names) + len(decoder.labels) > self._DECODER_ENTRIES:
+            decoder = self._batch_decoder = FastDecoder(self.limits)
+        return decoder
+
+    def _pack_label(self, y: Any) -> bytes:
+        try:
+            return self._pack(y)
+        except TypeError:  # a NumPy scalar: as prediction_fields gives it
+            return self._pack(prediction_fields(0, 0.0, y, 0.0, False)["y"])
 
     def _predict(
         self, stream: _Stream, reading: tuple, received_at: float

@@ -192,3 +192,22 @@ def test_sequence_counts_reach_the_status_and_edgelearn_status(tmp_path, capsys)
     out = capsys.readouterr().out
     assert "seq_missing 3" in out.splitlines()[2]  # the "also:" line
     assert "s1: 5 messages" in out and "seq: missing 3, duplicates 1, restarts 1" in out
+
+
+def test_a_bug_in_a_shared_batch_pass_counts_every_message_of_the_group(tmp_path):
+    # Messages taken together share one Pipeline.handle_many call: if it raises, none
+    # of them is answered, and worker_errors (messages whose processing raised)
+    # counts each, as it would count each one alone; all are acknowledged in order.
+    from firmware_bridge.mqtt import InboundMessage
+
+    gateway = Gateway(make_config(tmp_path, **{"mqtt.port": 1}), notifier=SystemdNotifier({}))
+
+    def broken(items):
+        raise RuntimeError("a bug in the shared pass")
+
+    gateway.pipeline.handle_many = broken
+    items = [InboundMessage("sensors/s1/data", encode_data(0.0, i, {"a": 1.0}, y=True), 0.0, i + 1, 1, 0)
+             for i in range(3)]
+    gateway._process_group(items)
+    assert gateway.registry.collect()["worker_errors"] == 3
+    assert [item for item, _ in gateway._unacked] == items

@@ -345,6 +345,43 @@ def test_batched_readings_get_one_prediction_message_per_batch_and_each_reading_
     assert gateway.terminate() == 0
 
 
+def test_queued_batches_taken_together_lose_nothing_when_every_reading_asks(
+    broker, gateways, observer_factory
+):
+    """Compact batches without labels, published as fast as the lean publisher can
+    (the gateway's queue fills, so it takes many batches of a stream together): an
+    untrained learner asks for nearly every label, so a group's outputs are mostly
+    label requests; every reading still gets one prediction, every request goes
+    out, and none is dropped for want of room in paho's queue."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import load_mqtt
+    from simulate_sensors import messages
+
+    n = 6_000
+    observer = observer_factory(broker.port)
+    gateway = gateways(broker.port)
+    gateway.start()
+    gateway.wait_online(observer)
+    readings = messages("occupancy", ["many0"], count=n, drop=0.01, with_labels=False, loop=True)
+    payloads = load_mqtt.compact_batches(readings)
+    summary = load_mqtt.publish("127.0.0.1", broker.port, payloads,
+                                {"many0": TOPICS.data("many0")})
+    assert summary["acknowledged"] == len(payloads)
+    status = wait_until(
+        lambda: (s := gateway.current_status(observer))["counters"]["data"] == n and s,
+        60, "the status to count every reading")
+    counters = status["counters"]
+    wait_until(lambda: len(observer.requests) >= counters["label_requests"], 30,
+               "every label request")
+    assert observer.seen("many0") == set(range(n))
+    assert max(observer.predictions["many0"].values()) == 1
+    assert observer.messages["many0"] == counters["batches"] == len(payloads)
+    assert counters["label_requests"] == counters["asked"] > n // 2
+    assert len(observer.requests) == counters["label_requests"]
+    assert counters["publish_dropped"] == 0 and counters["rejected"] == 0
+    assert gateway.terminate() == 0
+
+
 def test_a_message_from_mosquitto_pub_is_predicted(broker, gateways, observer_factory,
                                                    tmp_path):
     observer = observer_factory(broker.port)

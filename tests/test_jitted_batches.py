@@ -8,6 +8,7 @@ import msgpack
 import numpy as np
 import pytest
 
+from firmware_bridge.journal import LabelJournal, read_journal
 from firmware_bridge.pipeline import Pipeline
 from firmware_bridge.protocol import Limits, encode_batch, encode_data, encode_label
 
@@ -111,8 +112,31 @@ def test_a_label_journal_hears_the_same_lessons_from_jitted_batches(policy, seed
     assert jitted.counters()["learned"] > 0
 
 
-@pytest.mark.parametrize("jitted", [True, False])
-def test_a_crash_after_jitted_batches_loses_no_lesson(jitted):
+@pytest.mark.parametrize(("policy", "seed"), [("request", 8), ("from_data", 9), ("all", 10)])
+def test_a_batch_journal_record_holds_the_same_lessons(tmp_path, policy, seed):
+    """on_learn_batch (one LabelJournal record a batch) against on_learn reading by
+    reading: the journal file reads back as the same lessons, in order."""
+    jitted, plain = _pipelines(policy)
+    journal = LabelJournal(str(tmp_path / "labels.journal"), max_bytes=1 << 30)
+    jitted.on_learn = lambda stream, n, slots, z, y: journal.append(stream, n, (0, 0), slots, z, y)
+    jitted.on_learn_batch = lambda stream, n, *lessons: journal.append_batch(stream, n, (0, 0), *lessons)
+    told = []
+    plain.on_learn = lambda stream, n, slots, z, y: told.append(
+        (stream, n, slots.tolist(), z.tobytes(), y))
+    issued = [], []
+    for kind, topic, payload in _traffic(seed):
+        if kind == "data":
+            assert (_normalized(jitted.handle(topic, payload, 1.0), issued[0])
+                    == _normalized(plain.handle(topic, payload, 1.0), issued[1]))
+    journal.close()
+    lessons, problem = read_journal(journal.path)
+    assert problem is None and journal.lessons_written == len(told) > 0
+    assert journal.records_written < len(told)  # batches went as one record each
+    assert [(l.stream, l.n, l.slots.tolist(), l.z.tobytes(), l.y) for l in lessons] == told
+
+
+@pytest.mark.parametrize("jitted", [True, False, "batch"])
+def test_a_crash_after_jitted_batches_loses_no_lesson(jitted, tmp_path):
     """The gateway's journal protocol (Gateway._journal_lesson) on both paths: a
     stream is checkpointed before a lesson whose channel map the last checkpoint does
     not hold; after a crash, the last checkpoints plus the journal's lessons give
@@ -121,20 +145,27 @@ def test_a_crash_after_jitted_batches_loses_no_lesson(jitted):
     where no unlabelled reading moved the learner's statistics between a checkpoint
     and a lesson: the journal's stated limit, on either path.)"""
     live, _ = _pipelines("all")
-    live._jitted_batches = jitted
-    checkpoints, saved_layout, journal = {}, {}, []
+    live._jitted_batches = bool(jitted)
+    checkpoints, saved_layout = {}, {}
+    file = LabelJournal(str(tmp_path / "labels.journal"), max_bytes=1 << 30)
 
-    def on_learn(stream, n, slots, z, y):
+    def layout_of(stream):
         layout = live.layout(stream)
         if saved_layout.get(stream) != layout:
             checkpoints[stream] = copy.deepcopy(live.to_state(stream))
             saved_layout[stream] = layout
-        journal.append((stream, n, layout, slots.copy(), z.copy(), y))
+        return layout
 
-    live.on_learn = on_learn
+    live.on_learn = lambda stream, n, *lesson: file.append(stream, n, layout_of(stream), *lesson)
+    if jitted == "batch":
+        live.on_learn_batch = lambda stream, n, *lessons: file.append_batch(
+            stream, n, layout_of(stream), *lessons)
     for kind, topic, payload in _traffic(7):
         if kind == "data":
             live.handle(topic, payload, 1.0)
+    file.close()
+    journal, problem = read_journal(file.path)
+    assert problem is None
     assert live.counters()["batches"] > 0 and len(journal) > 100
 
     restored, _ = _pipelines("all")
@@ -146,3 +177,65 @@ def test_a_crash_after_jitted_batches_loses_no_lesson(jitted):
     for stream in live.streams:
         assert (restored.stream_counters(stream)["learned"]
                 == live.stream_counters(stream)["learned"] > 0)
+
+
+@pytest.mark.parametrize(("policy", "seed", "group"), [("request", 11, 5), ("from_data", 12, 3),
+                                                       ("all", 13, 64), ("request", 14, 2)])
+def test_handle_many_answers_as_handle_one_by_one(policy, seed, group, monkeypatch):
+    """Pipeline.handle_many (each stream's batches of a run in one decode and one
+    learner pass, as the gateway hands over what is queued) against handle() message
+    by message, reading by reading: the same outputs for each message (label
+    requests named by stream and seq: different streams' may be issued in another
+    order), lessons, counters and state; the traffic interleaves two streams, single
+    readings, label answers, new and dropped channels."""
+    import firmware_bridge.jitted_rows as jitted_rows
+
+    passes = []
+    run_pass = jitted_rows.run_pass
+    monkeypatch.setattr(jitted_rows, "run_pass",
+                        lambda p, *args: passes.append(p) or run_pass(p, *args))
+    grouped, plain = _pipelines(policy)
+    lessons = {id(grouped): [], id(plain): []}
+    for p in (grouped, plain):
+        p.on_learn = lambda stream, n, slots, z, y, into=lessons[id(p)]: into.append(
+            (stream, n, slots.tolist(), z.tobytes(), y))
+    issued = {id(grouped): {}, id(plain): {}}  # (topic, seq) -> request id
+    order = []  # the reference's requests, in the order it issued them
+
+    def normalized(outputs, p):
+        out = []
+        for o in outputs:
+            body = msgpack.unpackb(o.payload)
+            if "req" in body:
+                key = (o.topic, body["seq"])
+                issued[id(p)][key] = body["req"]
+                order.extend([key] if p is plain else [])
+                body["req"] = key
+            out.append((o.topic, o.qos, o.retain, body))
+        return out
+
+    traffic = list(_traffic(seed, 600))
+    for start in range(0, len(traffic), group):
+        # Answers to requests issued before the group (each pipeline names its own).
+        known = len(order)
+        assert set(issued[id(grouped)]) == set(order)
+        items = {id(grouped): [], id(plain): []}
+        for kind, a, b in traffic[start:start + group]:
+            for p in (grouped, plain):
+                if kind == "data":
+                    items[id(p)].append((a, b, 1.0))
+                elif known:
+                    req = issued[id(p)][order[a % known]]
+                    items[id(p)].append(("edgelearn/s/label", encode_label(req, b), 1.0))
+        want = [normalized(plain.handle(*item), plain) for item in items[id(plain)]]
+        got = [normalized(out, grouped) for out in grouped.handle_many(items[id(grouped)])]
+        assert got == want
+    assert sorted(lessons[id(grouped)]) == sorted(lessons[id(plain)])
+    for stream in ("s", "t"):  # each stream's lessons in its order
+        assert ([l for l in lessons[id(grouped)] if l[0] == stream]
+                == [l for l in lessons[id(plain)] if l[0] == stream])
+    _assert_same_state(grouped, plain)
+    assert grouped.counters()["batches"] > 0 and grouped.counters()["learned"] > 0
+    # Batches did share passes: fewer passes than batches answered (the reference
+    # goes reading by reading).
+    assert 0 < passes.count(grouped) < grouped.counters()["batches"] and plain not in passes

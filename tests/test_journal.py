@@ -133,3 +133,84 @@ def test_damaged_and_torn_records_stop_the_replay_with_their_offset(tmp_path):
     open(path, "wb").write(data[:-3])
     lessons, problem = read_journal(path)
     assert len(lessons) == 4 and "torn record" in problem
+
+
+def test_a_batch_record_reads_back_as_its_lessons_or_not_at_all(tmp_path):
+    """append_batch: one record for a batch's lessons; damage anywhere in it stops the
+    replay before all of them (a torn batch is replayed as none of its lessons)."""
+    path = str(tmp_path / JOURNAL_NAME)
+    journal = LabelJournal(path)
+    journal.append("s1", 0, (2, 0), np.array([0, 1], np.int32), np.array([0.5, -1.0]), True)
+    counts = np.array([2, 0, 3])
+    slots = np.array([0, 1, 1, 0, 2], np.int32)
+    z = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert journal.append_batch("s1", 1, (3, 0), counts, slots, z, np.array([1, 0, 1], np.int32),
+                                ["occupied", "empty"])
+    journal.append("s1", 4, (3, 0), np.array([2], np.int32), np.array([9.0]), "empty")
+    journal.close()
+    assert (journal.records_written, journal.lessons_written) == (3, 5)
+    lessons, problem = read_journal(path)
+    assert problem is None
+    assert [(l.n, l.layout, l.slots.tolist(), l.z.tolist(), l.y) for l in lessons] == [
+        (0, (2, 0), [0, 1], [0.5, -1.0], True),
+        (1, (3, 0), [0, 1], [1.0, 2.0], "empty"),
+        (2, (3, 0), [], [], "occupied"),
+        (3, (3, 0), [1, 0, 2], [3.0, 4.0, 5.0], "empty"),
+        (4, (3, 0), [2], [9.0], "empty"),
+    ]
+    data = open(path, "rb").read()
+    record_start = data.index(b"ELJ2")
+    record_end = data.index(b"ELJ1", record_start)
+    for position in range(record_start, record_end, 5):
+        damaged = bytearray(data)
+        damaged[position] ^= 0x40
+        open(path, "wb").write(bytes(damaged))
+        lessons, problem = read_journal(path)
+        assert [l.n for l in lessons] == [0] and problem.startswith(f"byte {record_start}:")
+    open(path, "wb").write(data[:record_end - 1])
+    lessons, problem = read_journal(path)
+    assert [l.n for l in lessons] == [0] and "torn record" in problem
+    # A batch that would pass the bound is learned, not journaled: each lesson counted.
+    small = LabelJournal(str(tmp_path / "small.journal"), max_bytes=64)
+    assert not small.append_batch("s1", 0, (3, 0), counts, slots, z, np.array([0, 0, 0]), [True])
+    assert small.counters()["journal_dropped"] == 3 and small.size == 0
+    small.close()
+
+
+def test_a_killed_gateway_restarts_with_every_label_of_its_jitted_batches(tmp_path):
+    """Batches of labelled readings (the jitted batch path, one journal record per
+    batch) after the last checkpoint: a restart replays every lesson, and as every
+    reading is learned, the weights come back exactly."""
+    from firmware_bridge.protocol import encode_batch
+
+    config = make_config(tmp_path)
+    gateway = Gateway(config, notifier=SystemdNotifier({}))
+
+    def feed_batches(seqs):
+        for start in range(seqs.start, seqs.stop, 40):
+            readings = []
+            for seq in range(start, min(start + 40, seqs.stop)):
+                x = {"a": float(seq % 5), "b": float(seq % 3) - 1.0}
+                if seq in (500, 700):
+                    x[f"new{seq}"] = 1.0  # a channel the last checkpoint does not map
+                readings.append((0.0, seq, x, "on" if seq % 5 > 1 else "off"))
+            gateway.pipeline.handle("sensors/s1/data", encode_batch(readings), 0.0)
+
+    feed_batches(range(0, 400))
+    gateway.checkpoint()
+    records, lessons = gateway.journal.records_written, gateway.journal.lessons_written
+    feed_batches(range(400, 1200))
+    assert gateway.pipeline.counters()["batches"] == 30
+    assert gateway.journal.records_written - records == 20
+    assert gateway.journal.lessons_written - lessons == 800
+    killed = gateway.pipeline.to_state("s1")
+    restarted = Gateway(config, notifier=SystemdNotifier({}))
+    report = restarted.checkpoint_report["journal"]
+    # The batch with seq 700 made a checkpoint that holds it (and every lesson before)
+    assert report["problem"] is None and report["replayed"] == 1200 - 720
+    assert report["skipped"] == 720 - 400
+    restored = restarted.pipeline.to_state("s1")
+    assert restored["counters"]["learned"] == killed["counters"]["learned"] == 1200
+    got, want = learned_arrays(restored["learner"]), learned_arrays(killed["learner"])
+    for name in (".learned.W", ".learned.b", ".learned.active"):
+        assert got[name] == want[name], name

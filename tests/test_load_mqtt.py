@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import pathlib
+import struct
 import sys
 import time
 
@@ -124,6 +125,59 @@ def test_every_message_arrives_once_through_mosquitto(broker, batch):  # noqa: F
     assert set(recorder.seen) == expected
     assert all(len(ts) == 1 for ts in recorder.seen.values())
     assert all(began <= ts[0] <= ended for ts in recorder.seen.values())
+
+
+@pytest.mark.broker
+def test_the_lean_subscriber_gets_every_delivery_once_and_acknowledges_it(broker):  # noqa: F811
+    """Through mosquitto (100 messages in flight to a client at most, so without its
+    PUBACKs deliveries would stop): every QoS 1 message once, payloads to the byte,
+    long ones (remaining lengths of 2 and 3 bytes) and QoS 0 ones too."""
+    import threading
+
+    readings = _readings(6000, ("p0", "p1"))
+    payloads = load_mqtt.compact_batches(readings)
+    rng = np.random.default_rng(0)
+    payloads += [("p0", rng.bytes(n), 0) for n in (127, 128, 16383, 16384, 70000)]
+    got: list[tuple[float, str, bytes]] = []
+    subscriber = load_mqtt.LeanSubscriber("127.0.0.1", broker.port,
+                                          [TOPICS.filter("data"), "extra/#"],
+                                          lambda *delivery: got.append(delivery))
+    subscriber.connect()
+    reader = threading.Thread(target=subscriber.run, args=(0.05,))
+    reader.start()
+    try:
+        began = time.time()
+        summary = load_mqtt.publish("127.0.0.1", broker.port, payloads,
+                                    {s: TOPICS.data(s) for s in ("p0", "p1")})
+        assert summary["acknowledged"] == len(payloads)
+        qos0 = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv311)
+        qos0.connect("127.0.0.1", broker.port)
+        qos0.loop_start()
+        qos0.publish("extra/qos0", b"zero", qos=0).wait_for_publish(5)
+        qos0.disconnect()
+        qos0.loop_stop()
+        wait_until(lambda: len(got) >= len(payloads) + 1, 30, "every delivery")
+        time.sleep(0.3)  # a duplicate would come now
+    finally:
+        subscriber.stop()
+        reader.join(5)
+        subscriber.close()
+    assert not reader.is_alive()
+    assert subscriber.messages == len(got) == len(payloads) + 1
+    assert all(began <= arrival <= time.time() for arrival, _, _ in got)
+    # Byte for byte, but for the ts the publisher wrote into each reading when sent.
+    received = []
+    for arrival, topic, payload in got:
+        payload = bytearray(payload)
+        at = 0
+        while (at := payload.find(b"\xa2ts\xcb", at)) >= 0:
+            ts = struct.unpack(">d", payload[at + 4:at + 12])[0]
+            assert began <= ts <= arrival
+            payload[at + 3:at + 12] = load_mqtt._TS64
+            at += 12
+        received.append((topic, bytes(payload)))
+    assert sorted(received) == sorted(
+        [(TOPICS.data(s), p) for s, p, _ in payloads] + [("extra/qos0", b"zero")])
 
 
 @pytest.mark.broker

@@ -4,8 +4,9 @@
 Starts its own mosquitto on a free loopback port and the gateway as a subprocess
 (``python -m firmware_bridge.gateway``); the load comes from ``tools/load_mqtt.py``
 (a lean QoS 1 publisher on a raw socket, payloads encoded before the clock, a few µs
-of CPU per message, so the publisher is not what a run measures) while
-``mosquitto_sub`` (QoS 1) subscribes to the outputs for this process. In one run:
+of CPU per message, so the publisher is not what a run measures) while the same
+tool's lean subscriber (QoS 1, on a thread of this process) takes the outputs. In
+one run:
 
 1. **pipeline alone**: CPU time per message of ``Pipeline.handle`` (decode,
    validate, learn, encode; no MQTT) in this process, per single message and per
@@ -68,6 +69,7 @@ import paho.mqtt as paho_mqtt
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 
 import edgelearn  # noqa: E402
 from firmware_bridge.protocol import Topics  # noqa: E402
@@ -129,43 +131,48 @@ class Outputs:
     """Arrival time and publish time of every prediction, by (stream, seq); arrival
     times of the relay's outputs; the latest status of each gateway.
 
-    The subscriber is ``mosquitto_sub`` (C, QoS 1), printing each message's arrival
-    time, topic and payload; a thread here decodes its lines. A subscriber in Python
-    with paho would spend as much CPU per message as the gateway, on the cores the
-    gateway and the broker share with it.
+    The subscriber is ``tools/load_mqtt.py``'s :class:`LeanSubscriber` (a raw-socket
+    MQTT 3.1.1 client, QoS 1, PUBACKs of a read sent at once), on a thread of this
+    process: its CPU is this process's. It decodes each prediction message as it
+    arrives and files every prediction under its stream and seq, so a run can tell
+    that each reading got exactly one. (``mosquitto_sub`` printing each message for
+    a thread here to parse cost 7.45 µs per reading of compact batches, more than
+    the gateway's decode; a subscriber in Python with paho costs as much per message
+    as the gateway.)
     """
 
     def __init__(self, port: int):
+        from load_mqtt import LeanSubscriber
+
         self.arrivals: dict[str, dict[int, list[tuple[float, float]]]] = {}
         self.relayed: list[float] = []
         self.status: dict[str, dict] = {}
-        binary = shutil.which("mosquitto_sub")
-        if binary is None:
-            raise SystemExit("bench_gateway: install the Debian package `mosquitto-clients`")
-        self.process = subprocess.Popen(
-            [binary, "-h", "127.0.0.1", "-p", str(port), "-q", "1", "-V", "mqttv5",
-             "-t", TOPICS.filter("prediction"), "-t", TOPICS.filter("status"),
-             "-t", RELAY_OUTPUT, "-F", "%U %t %x"],
-            stdout=subprocess.PIPE, text=True,
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
+        self.subscriber = LeanSubscriber(
+            "127.0.0.1", port, [TOPICS.filter("prediction"), TOPICS.filter("status"),
+                                RELAY_OUTPUT], self._on_message)
+        self.subscriber.connect()
+        self._reader = threading.Thread(target=self.subscriber.run, daemon=True)
         self._reader.start()
 
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            arrived, topic, payload = line.split()
-            if topic == RELAY_OUTPUT:
-                self.relayed.append(float(arrived))
-                continue
-            body = msgpack.unpackb(bytes.fromhex(payload))
-            kind, ident = TOPICS.parse(topic)
-            if kind == "prediction":
-                stream = self.arrivals.setdefault(ident, {})
-                for prediction in body.get("predictions", (body,)):  # a batch's, or one
-                    stream.setdefault(prediction["seq"], []).append(
-                        (float(arrived), prediction["ts"]))
-            else:
-                self.status[ident] = body
+    def _on_message(self, arrived: float, topic: str, payload: bytes) -> None:
+        if topic == RELAY_OUTPUT:
+            self.relayed.append(arrived)
+            return
+        body = msgpack.unpackb(payload)
+        kind, ident = TOPICS.parse(topic)
+        if kind == "prediction":
+            stream = self.arrivals.get(ident)
+            if stream is None:
+                stream = self.arrivals[ident] = {}
+            for prediction in body.get("predictions", (body,)):  # a batch's, or one
+                seq = prediction["seq"]
+                seen = stream.get(seq)
+                if seen is None:
+                    stream[seq] = [(arrived, prediction["ts"])]
+                else:
+                    seen.append((arrived, prediction["ts"]))
+        else:
+            self.status[ident] = body
 
     def count(self, stream: str) -> int:
         return len(self.arrivals.get(stream, ()))
@@ -175,8 +182,9 @@ class Outputs:
         return status is not None and status.get("pid") == pid and bool(status.get("connected"))
 
     def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
+        self.subscriber.stop()
+        self._reader.join(5)
+        self.subscriber.close()
 
 
 def load_command(port: int, stream_prefix: str, count: int, rate: float, labels: bool,
@@ -288,6 +296,46 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
 
     results["bare"] = _process_cpu_per_item(bare, payloads) * 1e6
     results["batch_size"] = batch
+    results.update(_compact_alone(readings, topic))
+    return results
+
+
+#: Queued messages the pipeline-alone section hands over at once (handle_many).
+ALONE_GROUP = 32
+
+
+def _compact_alone(readings: list, topic: str) -> dict:
+    """CPU µs per reading of ``Pipeline.handle`` on the batch runs' compact batches
+    (default limits), without and with a label journal on disk (the gateway's
+    default, ``journal = true``: one record a batch)."""
+    from firmware_bridge.journal import LabelJournal
+    from firmware_bridge.pipeline import Pipeline
+    from load_mqtt import TS_PLACEHOLDER, compact_batches
+
+    batches = compact_batches(("p0", seq, channels, y) for _, seq, channels, y in readings)
+    now = msgpack.packb(time.time())  # the publisher writes the time into each ts
+    items = [payload.replace(msgpack.packb(TS_PLACEHOLDER), now) for _, payload, _ in batches]
+    per = len(readings) / len(items)
+    results = {"compact_readings": per}
+    groups = [[(topic, payload, 0.0) for payload in items[i:i + ALONE_GROUP]]
+              for i in range(0, len(items), ALONE_GROUP)]
+    with tempfile.TemporaryDirectory() as directory:
+        for name in ("compact", "compact_journal", "compact_grouped"):
+            pipeline = Pipeline("paacds", {"capacity": 64, "target_query_rate": 0.1})
+            if name != "compact":
+                journal = LabelJournal(os.path.join(directory, f"{name}.journal"), 1 << 40)
+                pipeline.on_learn_batch = lambda stream, n, *lessons, j=journal, p=pipeline: (
+                    j.append_batch(stream, n, p.layout(stream), *lessons))
+            handle = pipeline.handle
+            for payload in items[: max(1, len(items) // 10)]:
+                handle(topic, payload, 0.0)
+            if name == "compact_grouped":
+                cpu = _process_cpu_per_item(pipeline.handle_many, groups) * len(groups) / len(items)
+            else:
+                cpu = _process_cpu_per_item(lambda p: handle(topic, p, 0.0), items)
+            results[name] = cpu / per * 1e6
+            if name != "compact":
+                journal.close()
     return results
 
 
@@ -442,9 +490,8 @@ class Bench:
 
     def watched(self, gateways: dict[str, int]) -> dict[str, int]:
         """The processes whose CPU a run reads from /proc: the gateway(s), mosquitto,
-        the subscriber (mosquitto_sub) and this process (which reads its lines)."""
-        return {**gateways, "broker": self.broker.pid, "subscriber": self.outputs.process.pid,
-                "subscriber_reader": os.getpid()}
+        and this process (the subscriber, and the waiting for its counts)."""
+        return {**gateways, "broker": self.broker.pid, "subscriber": os.getpid()}
 
     def _measured(self, publisher: Publisher, watched: dict[str, int], streams: list[str],
                   per_stream: int) -> dict:
@@ -459,11 +506,8 @@ class Bench:
         cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / readings * 1e6
                for name, pid in watched.items()}
         cpu["publisher"] = published["cpu_us_per_reading"]
-        reader = cpu.pop("subscriber_reader")
-        cpu["subscriber"] += reader
         # CPU seconds of every process in the run per second of it: the cores used.
         cores_seconds = sum(cpu.values()) * readings / 1e6
-        cpu["reader"] = reader  # this tool's share of the subscriber's figure
         time.sleep(1.0)  # a duplicate would arrive now
         arrivals = [v for s in streams for v in dict(self.outputs.arrivals[s]).values()]
         first_ts = min(v[0][1] for v in arrivals)
@@ -728,7 +772,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
     ratio = gateway_cpu / relay_cpu
     batch_rate = _median([b["rate"] for b in batches])
     batch_cpu = {k: _median([b["cpu_us"][k] for b in batches])
-                 for k in ("gateway", "broker", "subscriber", "reader", "publisher")}
+                 for k in ("gateway", "broker", "subscriber", "publisher")}
     per_message = batches[0]["readings_per_message"]
     sizes = batches[0]["payload_bytes"]
     medians = {key: _median([r["rate"] for r in results[key]])
@@ -755,8 +799,11 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "",
         "Everything runs on this one machine: the publisher, mosquitto (one thread), the "
         f"gateway (`python -m firmware_bridge.gateway`, {args.protocol}, PAACDS with 64 "
-        "channel slots) and the subscriber timing the outputs (`mosquitto_sub`, QoS 1, whose "
-        "lines this tool reads: its CPU is counted as the subscriber's). The publisher is "
+        "channel slots) and the subscriber timing the outputs (`tools/load_mqtt.py`'s "
+        "`LeanSubscriber` on a thread of this tool: a raw-socket MQTT 3.1.1 client, QoS 1, "
+        "the PUBACKs of a read sent at once; it decodes every prediction message as it "
+        "arrives and files each prediction under its stream and seq, to check that each "
+        "reading got exactly one; its CPU is this tool's process's). The publisher is "
         "`tools/load_mqtt.py`: a minimal MQTT 3.1.1 client on a raw socket, QoS 1, PUBLISH "
         "packets pipelined in a window of 1,000 and PUBACKs read in bulk, payloads encoded "
         "before the clock starts and `ts` written into each when it is sent; it is started "
@@ -779,6 +826,9 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"| pipeline alone, CPU per message | **{alone['single']:.1f} µs** | at most 15 µs |",
         f"| the same, the default learner (`{alone['default_kind']}`) | "
         f"**{alone['single_default']:.1f} µs** | at most 15 µs |",
+        f"| pipeline alone, compact batches with the label journal, CPU per reading: "
+        f"one by one / {ALONE_GROUP} at a time | {alone['compact_journal']:.2f} / "
+        f"{alone['compact_grouped']:.2f} µs | |",
         f"| readings/s in {batch_words} ({per_message:.0f} readings, {sizes['median']:,} "
         f"bytes a message), one instance | **{batch_rate:,.0f}** ({batch_cpu['gateway']:.1f} "
         "µs gateway CPU per reading: at most "
@@ -813,6 +863,13 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"`edgelearn.DEFAULT_KIND`) | {alone['single_default']:.2f} |",
         f"| batches of {alone['batch_size']} readings (one jitted decode and learner pass a batch) | {alone['batch']:.2f} |",
         f"| the same batches reading by reading (jitted batches off) | {alone['batch_per_reading']:.2f} |",
+        f"| compact batches as in the batch runs below ({alone['compact_readings']:.1f} readings a "
+        f"message, default limits), jitted, no label journal | {alone['compact']:.2f} |",
+        f"| the same, with the label journal on disk (the gateway's default; one record a "
+        f"batch) | {alone['compact_journal']:.2f} |",
+        f"| the same, handed over {ALONE_GROUP} at a time (`Pipeline.handle_many`, as the "
+        f"gateway takes what is queued: one learner pass and journal record for them) | "
+        f"{alone['compact_grouped']:.2f} |",
         f"| reference: bare msgpack decode + encode of a fixed prediction, same payloads | "
         f"{alone['bare']:.2f} |",
         "",
@@ -866,8 +923,10 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
            if args.batch == "compact" else f"in batch messages of {args.batch} readings")
         + f": {per_message:.2f} readings per message, payloads of {sizes['min']:,} to "
         f"{sizes['max']:,} bytes (median {sizes['median']:,}). Published as fast as the "
-        "publisher could; one prediction message answers each batch. The rate is readings "
-        "/ (arrival of the last prediction - `ts` of the first reading).",
+        "publisher could; one prediction message answers each batch. The gateway's worker "
+        "takes what is queued together (`Pipeline.handle_many`: a stream's queued batches in "
+        "one decode, one learner pass and one label journal record). The rate "
+        "is readings / (arrival of the last prediction - `ts` of the first reading).",
         "",
         "| run | readings | messages | offered readings/s | sustained readings/s | predicted "
         "once | more than once | never | CPU µs/reading: gateway | broker | subscriber "
@@ -885,8 +944,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
            f" ({batch_rate / 100_000:.0%} of the aim of 100,000).")
         + " Where the CPU goes, per reading (medians): gateway "
         f"{batch_cpu['gateway']:.2f} µs, broker {batch_cpu['broker']:.2f}, subscriber "
-        f"{batch_cpu['subscriber']:.2f} (of which {batch_cpu['reader']:.2f} this tool's "
-        f"thread decoding `mosquitto_sub`'s lines), publisher {batch_cpu['publisher']:.3f}. At "
+        f"{batch_cpu['subscriber']:.2f}, publisher {batch_cpu['publisher']:.3f}. At "
         f"{batch_cpu['gateway']:.2f} µs per reading one gateway process can do at most "
         f"{1e6 / batch_cpu['gateway']:,.0f} readings/s on a core of its own; everything "
         "else in the run together would need "

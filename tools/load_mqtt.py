@@ -31,6 +31,12 @@ payload sizes, and this process's CPU time per message and per reading while
 publishing (``cpu_us_per_message``; encoding before the clock is reported apart as
 ``prepare_us_per_message``).
 
+:class:`LeanSubscriber` is the benchmark's other end, built the same way: a
+subscribe-only MQTT 3.1.1 client on a raw socket, QoS 1, that reads whatever the
+socket holds at once, stamps it with one arrival time, hands each PUBLISH to a
+callback and acknowledges all of them in one ``send`` (``mosquitto_sub`` printing
+lines that Python then parses costs several times more per message).
+
 Example::
 
     python tools/load_mqtt.py --broker localhost:1883 --count 200000 --batch compact \\
@@ -59,8 +65,8 @@ from edgelearn.constraints import Interval, check_params  # noqa: E402
 from firmware_bridge.protocol import DEFAULT_LIMITS, Limits, Topics, encode_data  # noqa: E402
 from simulate_sensors import broker_argument, messages  # noqa: E402
 
-__all__ = ["TS_PLACEHOLDER", "LeanPublisher", "single_payloads", "compact_batches",
-           "fixed_batches", "main"]
+__all__ = ["TS_PLACEHOLDER", "LeanPublisher", "LeanSubscriber", "single_payloads",
+           "compact_batches", "fixed_batches", "main"]
 
 # A float exactly representable in float32 and float64, negative and tiny, so no
 # sensor reading or time is ever equal to it: it marks where a ``ts`` goes.
@@ -322,6 +328,148 @@ class LeanPublisher:
                 raise ProtocolError(f"unexpected packet 0x{kind:02x} from the broker")
             at += 2 + length
         self._buffer = buffer[at:]
+
+
+def subscribe_packet(packet_id: int, filters: Sequence[str], qos: int = 1) -> bytes:
+    """SUBSCRIBE to ``filters``, each at ``qos``."""
+    body = struct.pack(">H", packet_id) + b"".join(_mqtt_string(f) + bytes([qos])
+                                                   for f in filters)
+    return b"\x82" + _remaining_length(len(body)) + body
+
+
+def _packet_at(buffer: bytes, at: int) -> tuple[int, int, int] | None:
+    """The packet starting at ``at``: ``(first byte, body start, body end)``, or None
+    if ``buffer`` does not hold all of it yet."""
+    end = len(buffer)
+    length, shift, pos = 0, 0, at + 1
+    while True:
+        if pos >= end:
+            return None
+        byte = buffer[pos]
+        length |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            break
+        shift += 7
+        if shift > 21:
+            raise ProtocolError("a remaining length of more than 4 bytes")
+    if pos + length > end:
+        return None
+    return buffer[at], pos, pos + length
+
+
+class LeanSubscriber:
+    """A subscribe-only MQTT 3.1.1 client: deliveries at QoS 1 (or 0), each handed to
+    ``on_message(arrival, topic, payload)`` (``arrival``: ``time.time()`` when the
+    bytes holding it were read) and acknowledged, all PUBACKs of one read in one
+    ``send``. :meth:`run` until :meth:`stop`; ``messages`` counts the deliveries.
+
+    >>> LeanSubscriber("127.0.0.1", 1883, [], lambda *a: None)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'filters' parameter of LeanSubscriber must be a non-empty list of topic filters. Got [].
+    """
+
+    def __init__(self, host: str, port: int, filters: Sequence[str],
+                 on_message: Callable[[float, str, bytes], None], client_id: str = ""):
+        if not filters or not all(isinstance(f, str) and f for f in filters):
+            raise ValueError("The 'filters' parameter of LeanSubscriber must be a non-empty "
+                             f"list of topic filters. Got {filters!r}.")
+        self.address = (host, port)
+        self.filters = list(filters)
+        self.on_message = on_message
+        self.client_id = client_id or f"lean-sub-{os.getpid()}-{time.monotonic_ns() % 10**9}"
+        self.messages = 0
+        self.sock: socket.socket | None = None
+        self._buffer = b""
+        self._stopping = False
+
+    def connect(self, timeout: float = 10.0) -> None:
+        """Connect (clean session) and subscribe; return once the broker granted every
+        filter (``ProtocolError`` if it refused one)."""
+        self.sock = socket.create_connection(self.address, timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.sendall(connect_packet(self.client_id))
+        connack = self._read_packet()
+        if connack[0] != 0x20 or connack[1][1] != 0:
+            raise ProtocolError(f"connection refused: CONNACK {bytes(connack[1]).hex()}")
+        self.sock.sendall(subscribe_packet(1, self.filters))
+        kind, body = self._read_packet()
+        granted = body[2:]
+        if kind != 0x90 or body[:2] != b"\x00\x01" or len(granted) != len(self.filters):
+            raise ProtocolError(f"unexpected answer to SUBSCRIBE: 0x{kind:02x} {body.hex()}")
+        if 0x80 in granted:
+            raise ProtocolError(f"the broker refused a subscription: {granted.hex()}")
+        self.sock.settimeout(None)
+
+    def _read_packet(self) -> tuple[int, bytes]:
+        # One whole packet while connecting (nothing else is in flight yet).
+        while True:
+            found = _packet_at(self._buffer, 0)
+            if found is not None:
+                kind, start, end = found
+                body = self._buffer[start:end]
+                self._buffer = self._buffer[end:]
+                return kind, body
+            part = self.sock.recv(1 << 16)
+            if not part:
+                raise ProtocolError("the broker closed the connection while connecting")
+            self._buffer += part
+
+    def run(self, poll_s: float = 0.1) -> None:
+        """Read, hand over and acknowledge deliveries until :meth:`stop`."""
+        sock = self.sock
+        while not self._stopping:
+            if not select.select([sock], [], [], poll_s)[0]:
+                continue
+            data = sock.recv(1 << 18)
+            if not data:
+                if self._stopping:
+                    return
+                raise ProtocolError("the broker closed the connection")
+            self._deliver(data, time.time())
+
+    def _deliver(self, data: bytes, arrival: float) -> None:
+        buffer = self._buffer + data if self._buffer else data
+        at, acks, on_message = 0, [], self.on_message
+        while True:
+            found = _packet_at(buffer, at)
+            if found is None:
+                break
+            kind, start, end = found
+            at = end
+            if kind & 0xF0 != 0x30:
+                if kind == 0xD0:  # PINGRESP
+                    continue
+                raise ProtocolError(f"unexpected packet 0x{kind:02x} from the broker")
+            qos = (kind >> 1) & 3
+            topic_end = start + 2 + ((buffer[start] << 8) | buffer[start + 1])
+            topic = buffer[start + 2:topic_end].decode("utf-8")
+            payload_start = topic_end
+            if qos:
+                if qos != 1:
+                    raise ProtocolError(f"a QoS {qos} delivery on a QoS 1 subscription")
+                acks.append(b"\x40\x02" + buffer[topic_end:topic_end + 2])
+                payload_start += 2
+            self.messages += 1
+            on_message(arrival, topic, buffer[payload_start:end])
+        self._buffer = buffer[at:]
+        if acks:
+            self.sock.sendall(b"".join(acks))
+
+    def stop(self) -> None:
+        """Make :meth:`run` return (within its ``poll_s``)."""
+        self._stopping = True
+
+    def close(self) -> None:
+        if self.sock is not None:
+            try:
+                self.sock.sendall(b"\xe0\x00")
+            except OSError:
+                pass
+            finally:
+                self.sock.close()
+                self.sock = None
 
 
 def publish(host: str, port: int, payloads: Sequence[tuple[str, bytes, int]],

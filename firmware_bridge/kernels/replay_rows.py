@@ -91,3 +91,21 @@ def sequence(seqs, last_seq, window, counts):
                 counts[OUT_OF_ORDER] += 1
                 counts[MISSING] -= 1
     return last, w
+
+
+@jit
+def first_rows(label, n_labels):
+    """The distinct labels ``>= 0`` of ``label`` in the order they first appear, and
+    the row of each one's first appearance (``np.unique`` with ``return_index``,
+    ordered by first row)."""
+    first = np.full(n_labels, -1, dtype=np.int64)
+    ids = np.empty(min(n_labels, label.shape[0]), dtype=np.int64)
+    n = 0
+    for row in range(label.shape[0]):
+        ident = label[row]
+        if ident >= 0 and first[ident] < 0:
+            first[ident] = row
+            ids[n] = ident
+            n += 1
+    ids = ids[:n]
+    return ids, first[ids]
