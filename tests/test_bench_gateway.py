@@ -43,3 +43,13 @@ def test_the_benchmark_writes_its_whole_page_on_tiny_inputs(tmp_path):
         assert heading in page
     counters = dict(re.findall(r"(\w+) (\d+)", page.split("Gateway counters")[1]))
     assert counters["predictions"] == counters["data"] and counters["rejected"] == "0"
+
+
+def test_a_process_under_the_cpu_clocks_tick_has_no_per_core_figure():
+    # /proc counts CPU time in clock ticks: a tiny run's gateway can show 0 µs per
+    # reading, which must not divide by zero when the page is written.
+    from results_pages import load_tool
+
+    bench = load_tool("bench_gateway")
+    assert bench._per_core(0.0).startswith("—")
+    assert bench._per_core(4.0) == "250,000"

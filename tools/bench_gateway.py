@@ -760,6 +760,13 @@ def _instance_rows(results: dict, kind: str) -> list[str]:
     return rows
 
 
+def _per_core(us_per_item: float) -> str:
+    """Items per second one core could do at ``us_per_item`` µs of CPU each; a
+    process whose CPU time stayed under the clock's tick (/proc counts in ticks of
+    1/SC_CLK_TCK s: a tiny run) has no such figure."""
+    return f"{1e6 / us_per_item:,.0f}" if us_per_item > 0 else "— (under the CPU clock's tick)"
+
+
 def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
     throughput, latency, relay = results["throughput"], results["latency"], results["relay"]
     batches = results["batches"]
@@ -769,7 +776,8 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
     gateway_cpu = _median([t["cpu_us"]["gateway"] for t in throughput])
     relay_cpu = _median([r["cpu_us"]["relay"] for r in relay])
     publisher_cpu = _median([t["cpu_us"]["publisher"] for t in throughput])
-    ratio = gateway_cpu / relay_cpu
+    # NaN only where a tiny run's CPU time stayed under the clock's tick (see _per_core)
+    ratio = gateway_cpu / relay_cpu if relay_cpu else float("nan")
     batch_rate = _median([b["rate"] for b in batches])
     batch_cpu = {k: _median([b["cpu_us"][k] for b in batches])
                  for k in ("gateway", "broker", "subscriber", "publisher")}
@@ -832,7 +840,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"| readings/s in {batch_words} ({per_message:.0f} readings, {sizes['median']:,} "
         f"bytes a message), one instance | **{batch_rate:,.0f}** ({batch_cpu['gateway']:.1f} "
         "µs gateway CPU per reading: at most "
-        f"{1e6 / batch_cpu['gateway']:,.0f} per core) | at least 100,000 |",
+        f"{_per_core(batch_cpu['gateway'])} per core) | at least 100,000 |",
         f"| readings/s in {batch_words}, one instance / two instances | "
         f"{medians['one_batches']:,.0f} / **{medians['two_batches']:,.0f}** "
         f"({medians['two_batches'] / medians['one_batches']:.2f}x) | two above one |",
@@ -843,7 +851,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"| messages/s, single readings, one stream | {rate:,.0f} | |",
         f"| p99 latency at {args.rate:,.0f} messages/s | {p99:.1f} ms | |",
         f"| publisher CPU per message (single readings) / gateway's | {publisher_cpu:.1f} / "
-        f"{gateway_cpu:.0f} µs ({publisher_cpu / gateway_cpu:.1%}) | not the bottleneck |",
+        f"{gateway_cpu:.0f} µs ({publisher_cpu / gateway_cpu if gateway_cpu else float('nan'):.1%}) | not the bottleneck |",
         "",
         "Every row comes from the command above. The publisher alone: `python "
         "tools/load_mqtt.py --broker HOST:PORT --count 200000 --loop --with-labels --batch "
@@ -946,7 +954,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"{batch_cpu['gateway']:.2f} µs, broker {batch_cpu['broker']:.2f}, subscriber "
         f"{batch_cpu['subscriber']:.2f}, publisher {batch_cpu['publisher']:.3f}. At "
         f"{batch_cpu['gateway']:.2f} µs per reading one gateway process can do at most "
-        f"{1e6 / batch_cpu['gateway']:,.0f} readings/s on a core of its own; everything "
+        f"{_per_core(batch_cpu['gateway'])} readings/s on a core of its own; everything "
         "else in the run together would need "
         f"{sum(batch_cpu[k] for k in ('broker', 'subscriber', 'publisher')) * 100_000 / 1e6:.2f}"
         " of a core at 100,000 readings/s."
