@@ -93,14 +93,12 @@ class MultiLabelKELM(Learner):
       cut on the same leave-one-out scores (``threshold="pcut-f1"``).  PCut
       matches the labelled cardinality, but micro-F1's optimum predicts
       more positives than the base rate (Lipton et al. above: on calibrated
-      scores the F1-optimal threshold is F*/2, below 1/2), and the loss is
-      largest while the window holds few labels (the first blocks of
-      emotions at 20% labelled, 20 labelled instances: KELM 0.45-0.60
-      against River CC's 0.56-0.63 per block, CC predicting 2.5-2.8 labels
-      an instance where 1.87 are true).  The F1-optimal cut alone
-      maximizes a noisy estimate (its Hamming loss on emotions' tuning runs
-      was 0.29 against PCut's 0.24, worse than CC's 0.28); the midpoint
-      keeps most of its gain.  ``threshold="pcut"`` keeps PCut alone.
+      scores the F1-optimal threshold is F*/2, below 1/2), and PCut's loss is
+      largest while the window holds few labels (the first blocks of a run,
+      where River's classifier chain, predicting more labels an instance than
+      are true, is ahead).  The F1-optimal cut alone maximizes a noisy
+      estimate and raises Hamming loss; the midpoint keeps most of its gain.
+      ``threshold="pcut"`` keeps PCut alone.
     * ``clamp_label_count=True`` (the default): the number of labels
       predicted is clamped to the range of label counts of the window's
       labelled instances.  Fewer labels above the cut than the fewest any
@@ -109,20 +107,17 @@ class MultiLabelKELM(Learner):
       as a floor and a ceiling under the cut).  A label set outside that
       range is likely wrong where, as in emotions (1 to 3 labels of 6), the
       window has seen no such instance, and a pooled cut estimated from few
-      labels does predict such sets (4.0 labels an instance in the first
-      block of a tuning run where 1.87 are true).  The margin ``score``
-      stays that of the cut.
-    * Measured on tuning runs of docs/results-kelm.md's protocol (seeds
-      1000-1009 on emotions, 1000-1005 on yeast, never the reported ones;
-      W = 512, blocks of 100, the defaults otherwise), micro-F1 for PCut /
-      the midway cut, each without / with the clamp: emotions at 20%
-      labelled 0.603 / 0.609 (PCut), 0.612 / 0.620 (midway), River CC 0.619
-      on the same runs; at 10% labelled 0.552 / 0.555, 0.568 / 0.575 (CC
-      0.595); yeast at 20% 0.626 / 0.626, 0.630 / 0.630 (CC 0.588; yeast's
-      1 to 11 labels of 14 leave the clamp idle).  Hamming loss on emotions
-      at 20%: 0.244 (PCut), 0.251 (the defaults), CC 0.277.  Ranking metrics
-      do not depend on the cut.  The page's tuning table repeats this on
-      its three tuning runs per rate.
+      labels does predict such sets.  The margin ``score`` stays that of
+      the cut.
+    * Measured on the tuning runs of docs/results-kelm.md (its "Tuning
+      runs" tables, ``python tools/results_kelm.py``: seeds 1000-1002, never
+      the reported ones; W = 512, blocks of 100, the defaults otherwise),
+      micro-F1 for PCut / the midway cut, each without / with the clamp:
+      emotions at 20% labelled 0.626 / 0.629 (PCut), 0.627 / 0.634
+      (midway); at 10% labelled 0.562 / 0.558, 0.569 / 0.574; yeast at 20%
+      0.623 / 0.623, 0.626 / 0.626 (yeast's 1 to 11 labels of 14 leave the
+      clamp idle).  Hamming loss on emotions at 20%: 0.236 (PCut), 0.243
+      (the defaults).  Ranking metrics do not depend on the cut.
     * No graphs by default (``lam = gam = 0``; the paper's 0.1 stays one
       argument away).  On the tuning runs of the page before the cut
       (seeds 1000-1002, both rates, cut at 0) the label graph cost 0.03
