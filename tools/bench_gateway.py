@@ -235,15 +235,40 @@ class Publisher:
         return json.loads(out.strip().splitlines()[-1])
 
 
-def _process_cpu_per_item(function, items, repeats: int = 3) -> float:
-    """The least CPU time (this process, user + system) per item over ``repeats`` passes."""
+def cpu_per_item(function, items, repeats: int = 3) -> float:
+    """The least CPU time (this process, user + system) per item over ``repeats``
+    passes of ``function`` over ``items``, in µs."""
     best = float("inf")
     for _ in range(repeats):
         began = time.process_time()
         for item in items:
             function(item)
         best = min(best, time.process_time() - began)
-    return best / len(items)
+    return best / len(items) * 1e6
+
+
+def alone_readings(count: int, labels: bool) -> list[tuple]:
+    """The pipeline-alone stream, ``(ts, seq, channels, y)`` readings of one stream:
+    the occupancy data set, channels dropping out with probability 0.01."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from simulate_sensors import messages
+
+    return [(time.time(), seq, channels, y)
+            for _, seq, channels, y in messages("occupancy", ["p0"], count=count, drop=0.01,
+                                                with_labels=labels, loop=True)]
+
+
+def bare_codec():
+    """The in-process reference: a bare msgpack decode of a data message and encode of
+    a fixed prediction, as a function of the payload."""
+    packer = msgpack.Packer()
+
+    def bare(payload):
+        message = msgpack.unpackb(payload)
+        return packer.pack({"seq": message["seq"], "ts": message["ts"], "y": True,
+                            "score": 0.5, "query": False})
+
+    return bare
 
 
 def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
@@ -253,14 +278,7 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
     from firmware_bridge.pipeline import Pipeline
     from firmware_bridge.protocol import Limits, encode_batch, encode_data
 
-    sys.path.insert(0, str(ROOT / "tools"))
-    from simulate_sensors import messages
-
-    readings = [
-        (time.time(), seq, channels, y)
-        for _, seq, channels, y in messages("occupancy", ["p0"], count=count, drop=0.01,
-                                            with_labels=labels, loop=True)
-    ]
+    readings = alone_readings(count, labels)
     payloads = [encode_data(*reading) for reading in readings]
     batches = [encode_batch(readings[i:i + batch]) for i in range(0, len(readings), batch)]
     topic = TOPICS.data("p0")
@@ -276,7 +294,7 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
         handle = pipeline.handle
         for payload in items[: max(1, len(items) // 10)]:
             handle(topic, payload, 0.0)
-        results[name] = _process_cpu_per_item(lambda p: handle(topic, p, 0.0), items) / per * 1e6
+        results[name] = cpu_per_item(lambda p: handle(topic, p, 0.0), items) / per
     # The operator's default learner (what a gateway runs with no kind configured) on
     # the same single readings: the row that says what the default costs.
     from edgelearn import DEFAULT_KIND
@@ -285,16 +303,9 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
     handle = pipeline.handle
     for payload in payloads[: max(1, len(payloads) // 10)]:
         handle(topic, payload, 0.0)
-    results["single_default"] = _process_cpu_per_item(lambda p: handle(topic, p, 0.0), payloads) * 1e6
+    results["single_default"] = cpu_per_item(lambda p: handle(topic, p, 0.0), payloads)
     results["default_kind"] = DEFAULT_KIND
-    packer = msgpack.Packer()
-
-    def bare(payload):
-        message = msgpack.unpackb(payload)
-        return packer.pack({"seq": message["seq"], "ts": message["ts"], "y": True,
-                            "score": 0.5, "query": False})
-
-    results["bare"] = _process_cpu_per_item(bare, payloads) * 1e6
+    results["bare"] = cpu_per_item(bare_codec(), payloads)
     results["batch_size"] = batch
     results.update(_compact_alone(readings, topic))
     return results
@@ -330,10 +341,10 @@ def _compact_alone(readings: list, topic: str) -> dict:
             for payload in items[: max(1, len(items) // 10)]:
                 handle(topic, payload, 0.0)
             if name == "compact_grouped":
-                cpu = _process_cpu_per_item(pipeline.handle_many, groups) * len(groups) / len(items)
+                cpu = cpu_per_item(pipeline.handle_many, groups) * len(groups) / len(items)
             else:
-                cpu = _process_cpu_per_item(lambda p: handle(topic, p, 0.0), items)
-            results[name] = cpu / per * 1e6
+                cpu = cpu_per_item(lambda p: handle(topic, p, 0.0), items)
+            results[name] = cpu / per
             if name != "compact":
                 journal.close()
     return results

@@ -27,28 +27,15 @@ import argparse
 import os
 import pathlib
 import sys
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-import msgpack  # noqa: E402
-
 from edgelearn import DEFAULT_KIND, KINDS  # noqa: E402
 from firmware_bridge.pipeline import Pipeline  # noqa: E402
 from firmware_bridge.protocol import Topics, encode_data, plain_reading  # noqa: E402
-
-
-def cpu_per_item(function, items, passes: int) -> float:
-    """The least CPU time per item, in µs, over ``passes`` passes."""
-    best = float("inf")
-    for _ in range(passes):
-        began = time.process_time()
-        for item in items:
-            function(item)
-        best = min(best, time.process_time() - began)
-    return best / len(items) * 1e6
+from bench_gateway import alone_readings, bare_codec, cpu_per_item  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,10 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", default=DEFAULT_KIND, choices=one_call,
                         help=f"learner kind, one with a one-call path (default: {DEFAULT_KIND})")
     args = parser.parse_args(argv)
-    from simulate_sensors import messages
-
-    readings = [(time.time(), seq, channels, y) for _, seq, channels, y in messages(
-        "occupancy", ["p0"], count=args.count, drop=0.01, with_labels=True, loop=True)]
+    readings = alone_readings(args.count, True)
     payloads = [encode_data(*reading) for reading in readings]
     topic = Topics().data("p0")
     pipeline = Pipeline(args.kind, {"capacity": 64, "target_query_rate": 0.1})
@@ -76,12 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     limits, names = pipeline.limits, pipeline._names
     decoded = [pipeline._unpack(payload) for payload in payloads]
     plain = [plain_reading(obj, limits, names) for obj in decoded]
-    packer = msgpack.Packer()
-
-    def bare(payload):
-        message = msgpack.unpackb(payload)
-        return packer.pack({"seq": message["seq"], "ts": message["ts"], "y": True,
-                            "score": 0.5, "query": False})
+    bare = bare_codec()
 
     def decide_learn(reading):
         slots, z = lean.claim(reading[2])
