@@ -24,10 +24,10 @@ and ``bin_freq[capacity, n_bins]`` holds each channel's bin frequencies.
 
 import math
 
-from numba.core import types
 from numba.experimental import structref
 
 from ._jit import jit
+from .packed import PackedType
 from .channels import observe_standardize
 from .rng import next_double
 
@@ -268,9 +268,8 @@ def decide_learn_binary(
 
 
 @structref.register
-class _BinaryModelType(types.StructRef):
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+class _BinaryModelType(PackedType):
+    pass
 
 
 class BinaryModel(structref.StructRefProxy):

@@ -16,10 +16,10 @@ does not know (read-only prediction): it is "new", with information 1.
 import math
 
 import numpy as np
-from numba.core import types
 from numba.experimental import structref
 
 from ._jit import jit
+from .packed import PackedType
 from .channels import observe_one
 from .rng import next_double
 
@@ -213,9 +213,8 @@ def decide_learn_binary(
 
 
 @structref.register
-class _BinaryModelType(types.StructRef):
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+class _BinaryModelType(PackedType):
+    pass
 
 
 class BinaryModel(structref.StructRefProxy):
