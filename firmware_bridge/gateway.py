@@ -460,8 +460,8 @@ class Gateway:
         for item in items:
             self._record(item)
         try:
-            outputs = self.pipeline.handle_many(
-                [(item.topic, item.payload, item.received_at) for item in items])
+            # InboundMessage's first fields are (topic, payload, received_at).
+            outputs = self.pipeline.handle_many(items)
         except Exception as exc:  # a bug; acked below so they are not redelivered forever
             # Each message of the group went unanswered: each is counted (the
             # counter counts messages), as one message alone would be.

@@ -144,7 +144,9 @@ class MqttSettings:
 
 class InboundMessage(NamedTuple):
     """One message as on_message enqueued it; ``mid``, ``qos`` and ``session`` (the
-    inbound connection it came on) are for :meth:`MqttBridge.ack`."""
+    inbound connection it came on) are for :meth:`MqttBridge.ack`. The first three
+    fields are ``Pipeline.handle_many``'s ``(topic, payload, received_at)``: the
+    worker hands queued messages over as they are."""
 
     topic: str
     payload: bytes

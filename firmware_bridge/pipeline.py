@@ -91,7 +91,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import msgpack
@@ -736,8 +736,10 @@ class Pipeline:
         self._batches += 1
         return [Outbound(stream.prediction_topic, packed, self.prediction_qos, False), *result.requests]
 
-    def handle_many(self, items: list[tuple[str, bytes, float]]) -> list[list[Outbound]]:
-        """:meth:`handle` for each ``(topic, payload, received_at)`` of ``items``: what
+    def handle_many(self, items: Sequence[Sequence]) -> list[list[Outbound]]:
+        """:meth:`handle` for each ``(topic, payload, received_at)`` of ``items`` (the
+        first three fields of each: the gateway hands its inbound messages over as they
+        are, with no tuple made per message): what
         each gives, the same outputs, counters and learner states. In a run of batch
         messages of binary PAACDS streams (nothing else between them) each stream's
         share one decode call and one learner pass (and one label journal record):
@@ -758,7 +760,8 @@ class Pipeline:
                 streams.append(stream)
                 end += 1
             if end - i < 2:
-                results.append(self.handle(*items[i]))
+                item = items[i]
+                results.append(self.handle(item[0], item[1], item[2]))
                 i += 1
                 continue
             answers: list = [None] * (end - i)
@@ -766,16 +769,16 @@ class Pipeline:
                 mine = [k for k, s in enumerate(streams) if s is stream]
                 group = [items[i + k] for k in mine]
                 got = (self._jitted_batches_of(stream, group) if len(group) > 1
-                       else [self.handle(*group[0])])
+                       else [self.handle(group[0][0], group[0][1], group[0][2])])
                 for k, out in zip(mine, got):
                     answers[k] = out
             results += answers
             i = end
         return results
 
-    def _groupable(self, item: tuple[str, bytes, float]) -> _Stream | None:
+    def _groupable(self, item: Sequence) -> _Stream | None:
         # The stream of a message handle() would try as a jitted batch, or None.
-        topic, payload, _ = item
+        topic, payload = item[0], item[1]
         if not self._jitted_batches or type(payload) is not bytes or payload[:1] != b"\x81":
             return None
         if len(payload) > self.limits.max_payload_bytes:
@@ -790,7 +793,7 @@ class Pipeline:
         from .jitted_rows import run_pass  # (it imports this module)
 
         decoder = self._decoder()
-        decoded = decoder.decode_payloads([payload for _, payload, _ in items])
+        decoded = decoder.decode_payloads([item[1] for item in items])
         sure = decoded.kind == REC_BATCH
         taken = int(sure.argmin()) if not sure.all() else len(items)
         columns = np.empty(0, dtype=np.int64)
@@ -802,12 +805,12 @@ class Pipeline:
             if not columns.shape[0] and pairs:
                 taken = 0  # the rows disagree on an order: each message alone
         if taken < 2:
-            return [self.handle(*item) for item in items]
+            return [self.handle(item[0], item[1], item[2]) for item in items]
         self._messages += taken
         rows = int(decoded.first[taken - 1] + decoded.count[taken - 1])
         pairs = int(decoded.pair_count[:rows].sum())
         seq, ts = decoded.seq[:rows], decoded.ts[:rows]
-        received = np.repeat([received_at for _, _, received_at in items[:taken]],
+        received = np.repeat([item[2] for item in items[:taken]],
                              decoded.count[:taken])
         arrays = (seq, ts, decoded.label[:rows], received, decoded.pair_count[:rows],
                   decoded.pair_name[:pairs], decoded.pair_value[:pairs])
@@ -825,7 +828,7 @@ class Pipeline:
             self._batches += 1
             out.append([Outbound(stream.prediction_topic, packed, self.prediction_qos, False),
                         *result.requests[request_at[m]:request_at[m + 1]]])
-        return out + [self.handle(*item) for item in items[taken:]]
+        return out + [self.handle(item[0], item[1], item[2]) for item in items[taken:]]
 
     def _decoder(self) -> FastDecoder:
         # The batch decoder, made anew once its tables hold _DECODER_ENTRIES.
