@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from firmware_bridge import cli
-from firmware_bridge.curves import COLUMNS, CurveRecorder
+from firmware_bridge.offline.curves import COLUMNS, CurveRecorder
 from firmware_bridge.pipeline import Pipeline
-from firmware_bridge.protocol import encode_data
-from firmware_bridge.recorder import write_log
+from firmware_bridge.wire import encode_data
+from firmware_bridge.wire.logfile import write_log
 
 
 def _log(path, n=600, streams=("a", "b")):

@@ -1,7 +1,7 @@
 """The gateway against a real mosquitto that each test starts on a free loopback port.
 
 Every test here starts its own broker (persistence on, in a temporary directory) and
-runs the gateway as a subprocess (``python -m firmware_bridge.gateway``), as systemd
+runs the gateway as a subprocess (``python -m firmware_bridge gateway``), as systemd
 would. The test's own clients use paho. Where the issue gives counts (20,000
 messages, 100,000 channel names, 10,000 forged label answers) the tests use them; the
 paced end-to-end run with a label oracle uses 3,000 messages a stream to stay within a
@@ -35,8 +35,8 @@ from paho.mqtt.properties import Properties
 from brokers import Broker, broker, wait_until  # noqa: F401  (broker: a fixture)
 
 from edgelearn import datasets
-from firmware_bridge.checkpoints import checkpoint_path
-from firmware_bridge.protocol import DEFAULT_LIMITS, Topics, encode_data, encode_label
+from firmware_bridge.service.checkpoints import checkpoint_path
+from firmware_bridge.wire import DEFAULT_LIMITS, Topics, encode_data, encode_label
 
 pytestmark = pytest.mark.broker
 
@@ -144,7 +144,7 @@ class Gateway:
     def start(self) -> None:
         self._log_file = open(self.log, "ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "firmware_bridge.gateway", "--config", str(self.config),
+            [sys.executable, "-m", "firmware_bridge", "gateway", "--config", str(self.config),
              "--broker", f"127.0.0.1:{self.port}", "--state-dir", str(self.state)],
             cwd=ROOT, env=self.env, stdout=self._log_file, stderr=subprocess.STDOUT,
         )

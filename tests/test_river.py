@@ -126,9 +126,9 @@ def test_edgelearn_and_the_gateway_never_import_river():
     out = _run_fresh("""
         import sys
         import edgelearn, edgelearn.checks
-        import firmware_bridge.cli, firmware_bridge.gateway, firmware_bridge.pipeline
+        import firmware_bridge.cli, firmware_bridge.service.gateway, firmware_bridge.pipeline
         from firmware_bridge.pipeline import Pipeline
-        from firmware_bridge.protocol import encode_data
+        from firmware_bridge.wire import encode_data
         for kind in ("pa", "paacds", "kelm_multilabel", "ensemble"):
             pipeline = Pipeline(kind, {"capacity": 8})
             for i in range(50):

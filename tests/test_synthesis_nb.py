@@ -185,8 +185,8 @@ def test_memory_budget_matches_its_formula():
 def test_the_gateway_config_and_pipeline_run_synthesis_nb(tmp_path):
     """kind = "synthesis_nb" in a gateway.toml: the configuration validates and
     the pipeline serves a multiclass stream with noisy labels."""
-    from firmware_bridge.config import load_config
-    from firmware_bridge.protocol import encode_data
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.wire import encode_data
 
     path = tmp_path / "gateway.toml"
     path.write_text('[learner]\nkind = "synthesis_nb"\n[learner.params]\ncapacity = 16\n'
