@@ -16,7 +16,8 @@ import pytest
 
 import edgelearn
 from firmware_bridge.cli.service import add_gateway_arguments, overrides_from_args, run_gateway
-from firmware_bridge.service.config import SCHEMA, GatewayConfig, load_config, render_default_config
+from firmware_bridge.service.config import SCHEMA, GatewayConfig, load_config
+from firmware_bridge.service.config_docs import render_default_config
 from firmware_bridge.wire import DEFAULT_LIMITS, JsonFields, Topics
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -162,7 +163,8 @@ x = 1
         "[mqtt] password_file must be a readable UTF-8 file, got '/nonexistent/password'",
         "[mqtt.tls] enabled must be true when ca_file, cert_file or key_file is set",
         "The 'interval_seconds' parameter of [checkpoints] must be a float in [1, 604800]. Got 0.5.",
-        "The 'kind' parameter of [learner] must be one of {" + ", ".join(map(repr, edgelearn.KINDS)) + "}. Got 'svm'.",
+        "The 'kind' parameter of [learner] must be one of {" + ", ".join(map(repr, edgelearn.KINDS))
+        + "} or 'river:MODULE.CLASS'. Got 'svm'.",
     ]
     for fragment in expected:
         assert any(fragment in line for line in lines), f"missing error: {fragment}\n{err}"

@@ -122,7 +122,12 @@ class Client:
 class Gateway:
     """The gateway as a subprocess with a test configuration."""
 
-    def __init__(self, tmp: pathlib.Path, port: int, extra: str = "", env: dict | None = None):
+    #: The learner of a test gateway, unless a test names its own (``learner=``).
+    LEARNER = ('[learner]\nkind = "paacds"\n'
+               "[learner.params]\ncapacity = 32\ntarget_query_rate = 0.2\nevict_after = 100000\n")
+
+    def __init__(self, tmp: pathlib.Path, port: int, extra: str = "", env: dict | None = None,
+                 learner: str | None = None):
         self.tmp = tmp
         self.port = port
         self.state = tmp / "state"
@@ -133,8 +138,7 @@ class Gateway:
             "[checkpoints]\ninterval_seconds = 1\n"
             "[mqtt]\nreconnect_min_delay_seconds = 1\nreconnect_max_delay_seconds = 2\n"
             "keepalive_seconds = 10\nmax_inflight_messages = 100\n"
-            '[learner]\nkind = "paacds"\n'
-            "[learner.params]\ncapacity = 32\ntarget_query_rate = 0.2\nevict_after = 100000\n"
+            + (self.LEARNER if learner is None else learner)
             + extra
         )
         self.env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
@@ -187,9 +191,9 @@ class Gateway:
 def gateways(tmp_path):
     started = []
 
-    def make(port, extra="", env=None, name="gw"):
+    def make(port, extra="", env=None, name="gw", learner=None):
         (tmp_path / name).mkdir(exist_ok=True)
-        gateway = Gateway(tmp_path / name, port, extra, env)
+        gateway = Gateway(tmp_path / name, port, extra, env, learner)
         started.append(gateway)
         return gateway
 

@@ -283,9 +283,10 @@ def test_integrations_cost_nothing_when_off():
         "config, errors = load_config(None, {'checkpoints.directory': ''})\n"
         "assert not errors, errors\n"
         "gateway = Gateway(config)\n"
-        "assert gateway.homeassistant is None and gateway.metrics_server is None\n"
-        "loaded = [m for m in ('firmware_bridge.service.sinks.homeassistant', 'firmware_bridge.service.sinks.prometheus',"
-        " 'firmware_bridge.offline.plots', 'prometheus_client', 'matplotlib', 'http.server')"
+        "assert [sink.name for sink in gateway.sinks] == ['mqtt']\n"
+        "assert gateway.sink('homeassistant') is None and gateway.sink('prometheus') is None\n"
+        "loaded = [m for m in ('firmware_bridge.offline.plots', 'prometheus_client', 'matplotlib',"
+        " 'http.server')"
         " if m in sys.modules]\n"
         "print(loaded, threading.active_count())\n"
     )

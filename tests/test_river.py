@@ -19,8 +19,9 @@ from river import active, base, checks, compose, datasets, ensemble, evaluate, m
 import edgelearn
 from edgelearn import datasets as edgelearn_datasets
 
-LEARNERS = ["PA", "PAACDS", "PAFE", "SynthesisNB", "OnlineEnsemble", "MultiLabelKELM"]
-BINARY = ["PA", "PAACDS", "PAFE", "SynthesisNB", "OnlineEnsemble"]
+# Every registered kind's class (edgelearn.learners.registry), and the binary ones.
+LEARNERS = [edgelearn.KINDS[kind].__name__ for kind in edgelearn.learners.registry.BUILTIN]
+BINARY = [name for name in LEARNERS if "binary" in edgelearn.LEARNERS[name].tasks]
 
 
 @pytest.fixture
