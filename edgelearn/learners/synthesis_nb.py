@@ -118,7 +118,7 @@ class SynthesisNB(Learner):
     ...     correct += model.predict_one(x) == y
     ...     model.learn_one(x, y)
     >>> round(correct / 2000, 3)
-    0.85
+    0.851
     """
 
     supports_binary = True
