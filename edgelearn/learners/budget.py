@@ -31,3 +31,10 @@ class HeldBudget:
         reading); with ``target_query_rate`` set it stays within the budget's
         bounds (:mod:`edgelearn.kernels.rate_control`)."""
         return rate_control.realized_rate(getattr(self, self._QUERY_STATE))
+
+    def report(self) -> dict:
+        """What a stream's status adds: the realized label rate against the budget, over
+        the learner's whole life (its counts survive checkpoints, unlike the gateway's
+        per-run counters)."""
+        return {"label_budget": getattr(self, "target_query_rate", None),
+                "label_rate": self.query_rate, "labels_asked_total": self.labels_asked}

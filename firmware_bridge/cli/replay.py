@@ -242,6 +242,7 @@ def _replay_records(records, total: int, unit: str, names: list[str], args, para
             "messages": s["data"],
             **{key: s[key] for key, _ in _SCORES if key in s},
             "query_rate": s["query_rate"],
+            **({"label_budget": s["label_budget"]} if s.get("label_budget") is not None else {}),
             "labels_used": s["learned"],
             "channels": s["channels"],
             "channels_ignored": s["channels_ignored"],
@@ -305,7 +306,8 @@ def _print_replay(summary: dict) -> None:
         scores = "  ".join(f"{label} {_shown(s[key])}" for key, label in _SCORES if key in s)
         print(
             f"stream {name}: {s['messages']:,} messages  {scores}  "
-            f"labels used {s['labels_used']:,} ({s['query_rate']:.1%} asked)  "
+            f"labels used {s['labels_used']:,} ({s['query_rate']:.1%} asked"
+            + (f" of a {s['label_budget']:.0%} budget" if s.get("label_budget") else "") + ")  "
             f"channels {s['channels']}  memory {s['memory_bytes']:,} B"
         )
     if summary.get("rejected"):

@@ -86,6 +86,9 @@ STREAM_METRICS = (
     ("precision", "alarm_precision", "gauge", "fraction of judged alarms that were real"),
     ("recall", "alarm_recall", "gauge", "fraction of judged anomalies that alarmed"),
     ("query_rate", "query_rate", "gauge", "fraction of readings whose label was asked for"),
+    ("label_budget", "label_budget", "gauge", "the learner's target label rate (NaN: every label)"),
+    ("label_rate", "label_rate", "gauge",
+     "the learner's realized label rate over its life (checkpoints included)"),
     ("channels", "channels", "gauge", "channel slots in use"),
     ("memory_bytes", "memory_bytes", "gauge", "the learner's fixed memory"),
 )
