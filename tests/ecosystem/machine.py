@@ -1,8 +1,10 @@
 """A Debian bookworm root (tools/ecosystem/nspawn_root.sh) booted with
 ``systemd-nspawn --boot --register=no --keep-unit``: a real systemd 252 as PID 1 of
 its own PID namespace, sharing this machine's network (so the gateway in it reaches
-the test's mosquitto on loopback). ``--ephemeral``: each boot starts from the cached
-root as it was built, and what the test installs there is gone after it.
+the test's mosquitto on loopback). ``--volatile=overlay``: the cached root is
+mounted read-only under a tmpfs overlay, so each boot starts from the root as it was
+built and what a test installs there is gone after it (``--ephemeral`` would copy
+the 300 MB root first: 10 to 40 s here).
 
 Commands run inside through ``nsenter`` into the container's namespaces (with
 ``--register=no`` there is no machinectl)."""
@@ -35,7 +37,7 @@ class BootedRoot:
     def start(self, timeout: float = 120) -> str:
         if os.geteuid() != 0:
             pytest.fail("the systemd tests boot a container: run them as root", pytrace=False)
-        argv = [self.nspawn, "--boot", "--register=no", "--keep-unit", "--ephemeral",
+        argv = [self.nspawn, "--boot", "--register=no", "--keep-unit", "--volatile=overlay",
                 "--console=passive", "--quiet", "-D", str(self.root)]
         for host, guest, read_only in self.binds:
             argv.append(f"--bind{'-ro' if read_only else ''}={host}:{guest}")
@@ -106,7 +108,7 @@ class BootedRoot:
 
 
 def pip_cache() -> pathlib.Path:
-    """A pip cache kept across boots of the ephemeral root, beside the root."""
+    """A pip cache kept across boots of the root (whose own changes are not kept)."""
     path = CACHE / "nspawn-pip-cache"
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -42,7 +42,7 @@ def booted(tmp_path_factory):
     ])
     mqtt = Mqtt(broker.port, gateway_id=GATEWAY_ID)
     try:
-        with Timer("systemd: boot the nspawn root (ephemeral copy)"):
+        with Timer("systemd: boot the nspawn root (volatile overlay)"):
             state = machine.start()
         assert state in ("running", "degraded")
         yield machine, mqtt
