@@ -66,13 +66,6 @@ homeassistant:
   unit_system: metric
   time_zone: UTC
   country: NL
-  # The screenshot's browser logs in from loopback without a password; the tests'
-  # REST calls use a token from onboarding.
-  auth_providers:
-    - type: homeassistant
-    - type: trusted_networks
-      trusted_networks: [127.0.0.1/32, "::1/128"]
-      allow_bypass_login: true
 http:
   server_host: 127.0.0.1
   server_port: {port}
@@ -92,6 +85,7 @@ class HomeAssistant(Program):
 
     name = "homeassistant"
     CLIENT_ID = "http://127.0.0.1/"
+    USERNAME, PASSWORD = "operator", "edgelearn-test-password"  # a throwaway HA's owner
 
     def __init__(self, directory: pathlib.Path):
         super().__init__(directory)
@@ -105,6 +99,14 @@ class HomeAssistant(Program):
         self.config_dir.mkdir(exist_ok=True)
         (self.config_dir / "configuration.yaml").write_text(
             HA_CONFIGURATION.format(port=self.port))
+        # Onboarding's other steps marked done before the first start: its core_config
+        # step would set up met, radio_browser and google_translate, which reach the
+        # internet. The user step (the owner and a token) goes through the REST API.
+        storage = self.config_dir / ".storage"
+        storage.mkdir(exist_ok=True)
+        (storage / "onboarding").write_text(json.dumps({
+            "version": 4, "minor_version": 1, "key": "onboarding",
+            "data": {"done": ["core_config", "analytics", "integration"]}}))
         self.token: str | None = None
         self.refresh_token: str | None = None
 
@@ -141,10 +143,10 @@ class HomeAssistant(Program):
         return {"Authorization": f"Bearer {self.token}"}
 
     def onboard(self) -> None:
-        """Onboarding through its REST API: the owner, then the remaining steps."""
+        """Onboarding's user step through the REST API: the owner, and a token."""
         status, body = http_post(f"{self.url}/api/onboarding/users", {
-            "client_id": self.CLIENT_ID, "name": "Operator", "username": "operator",
-            "password": "edgelearn-test-password", "language": "en"})
+            "client_id": self.CLIENT_ID, "name": "Operator", "username": self.USERNAME,
+            "password": self.PASSWORD, "language": "en"})
         assert status == 200, (status, body)
         code = json.loads(body)["auth_code"]
         status, body = http_post(f"{self.url}/auth/token", {
@@ -153,12 +155,9 @@ class HomeAssistant(Program):
         assert status == 200, (status, body)
         tokens = json.loads(body)
         self.token, self.refresh_token = tokens["access_token"], tokens["refresh_token"]
-        for step, payload in (("core_config", {}), ("analytics", {}),
-                              ("integration", {"client_id": self.CLIENT_ID,
-                                               "redirect_uri": self.CLIENT_ID})):
-            status, body = http_post(f"{self.url}/api/onboarding/{step}", payload,
-                                     headers=self._auth())
-            assert status == 200, (step, status, body)
+        assert self.get("/api/onboarding") == [
+            {"step": step, "done": True} for step in ("user", "core_config", "analytics",
+                                                      "integration")]
 
     def _refresh(self) -> None:
         status, body = http_post(f"{self.url}/auth/token", {
@@ -200,8 +199,9 @@ class HomeAssistant(Program):
     def states(self) -> dict[str, dict]:
         return {s["entity_id"]: s for s in self.get("/api/states")}
 
-    def mqtt_entities(self) -> dict[str, dict]:
-        """Every entity of the MQTT integration: its state and its device's info."""
+    def mqtt_entities(self) -> dict[tuple[str, str], dict]:
+        """Every entity of the MQTT integration by (device name, entity name), with
+        its entity id, state, attributes and its device's info."""
         rows = self.template(
             "{% for e in integration_entities('mqtt') %}"
             "{% set d = device_id(e) %}"
@@ -218,8 +218,23 @@ class HomeAssistant(Program):
                 row = json.loads(line)
                 row["state"] = states.get(row["entity"], {}).get("state")
                 row["attributes"] = states.get(row["entity"], {}).get("attributes", {})
-                out[row["entity"]] = row
+                name = row["attributes"].get("friendly_name", "")
+                out[(row["device"], name.removeprefix(f"{row['device']} "))] = row
         return out
+
+
+def home_assistant_with_mqtt(directory: pathlib.Path, broker_port: int) -> HomeAssistant:
+    """Home Assistant started, onboarded, its MQTT integration set up on the broker."""
+    ha = HomeAssistant(directory)
+    ha.start()
+    try:
+        ha.onboard()
+        entry = ha.setup_mqtt(broker_port)
+        assert entry["result"]["state"] == "loaded", entry
+    except BaseException:
+        ha.stop()
+        raise
+    return ha
 
 
 # -- Prometheus ---------------------------------------------------------------------------
