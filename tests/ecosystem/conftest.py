@@ -18,3 +18,7 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("ecosystem steps (seconds)")
         for name, seconds in Timer.steps:
             terminalreporter.write_line(f"{seconds:8.1f}  {name}")
+    if Timer.notes:
+        terminalreporter.section("ecosystem clients and levels")
+        for text in Timer.notes:
+            terminalreporter.write_line(text)

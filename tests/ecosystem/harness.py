@@ -97,9 +97,16 @@ def http_post(url: str, body: dict | bytes | None, timeout: float = 15,
 
 
 class Timer:
-    """Seconds per named step of a test, printed at the end of the run (conftest)."""
+    """Seconds per named step of a test, and notes (versions, measured levels),
+    printed at the end of the run (conftest)."""
 
     steps: list[tuple[str, float]] = []
+    notes: list[str] = []
+
+    @staticmethod
+    def note(text: str) -> None:
+        if text not in Timer.notes:
+            Timer.notes.append(text)
 
     def __init__(self, name: str):
         self.name = name

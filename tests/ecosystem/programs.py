@@ -110,6 +110,10 @@ class HomeAssistant(Program):
         self.token: str | None = None
         self.refresh_token: str | None = None
 
+    def python_version(self) -> str:
+        return subprocess.run([str(self.hass.parent / "python"), "--version"],
+                               capture_output=True, text=True).stdout.strip()
+
     def start(self, timeout: float = 240) -> None:
         # --skip-pip: everything it loads was installed by the installer; a missing
         # requirement fails the test instead of being fetched while it runs.

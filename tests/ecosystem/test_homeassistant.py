@@ -37,6 +37,7 @@ def home(tmp_path_factory):
     try:
         with Timer("Home Assistant: start, onboard, MQTT config flow"):
             ha = home_assistant_with_mqtt(tmp / "ha", broker.port)
+        Timer.note(f"Home Assistant {ha.version} (pip, {ha.python_version()})")
         with Timer(f"Home Assistant {ha.version}: gateway, 2 streams of {N} labelled readings"):
             gateway.start()
             mqtt.wait_online(gateway)
@@ -98,6 +99,11 @@ def _same_number(a, b) -> bool:
         return False
 
 
+def playwright_version(path: pathlib.Path) -> str:
+    import json
+    return json.loads((path / "package.json").read_text())["version"]
+
+
 def test_entities_states_availability_and_device_info(home):
     ha, gateway, mqtt = home
     with Timer("Home Assistant: entities, states and device info checked"):
@@ -144,6 +150,9 @@ def test_screenshot_of_a_stream_device_page(home, tmp_path):
             env={**os.environ, "CHROMIUM": chromium, "PLAYWRIGHT_CORE": str(playwright),
                  "HA_USERNAME": ha.USERNAME, "HA_PASSWORD": ha.PASSWORD})
     assert result.returncode == 0, result.stdout + result.stderr
+    Timer.note("chromium: " + subprocess.run([chromium, "--version"], capture_output=True,
+                                             text=True).stdout.strip()
+               + f", driven by playwright-core {playwright_version(playwright)}")
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000, len(png)
     if os.environ.get("EDGELEARN_SCREENSHOTS"):

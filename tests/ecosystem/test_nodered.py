@@ -6,6 +6,7 @@ the test itself decodes from the same messages."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 import msgpack
@@ -42,7 +43,11 @@ def test_a_node_red_flow_decodes_every_prediction_with_the_msgpack_node(broker, 
         m.topic.split("/")[1], []).append(json.loads(m.payload)))
     mqtt.client.subscribe("decoded/+/prediction", 1)
     try:
-        with Timer(f"Node-RED {node_red.versions['node-red']}: start with the decoding flow"):
+        Timer.note(f"Node-RED {node_red.versions['node-red']}, node-red-node-msgpack "
+                   f"{node_red.versions['node-red-node-msgpack']} (npm), Node.js "
+                   + subprocess.run(["node", "--version"], capture_output=True,
+                                    text=True).stdout.strip())
+        with Timer("Node-RED: start with the decoding flow"):
             gateway.start()
             node_red.start()
             wait_until(node_red.connected, 30, "Node-RED's MQTT connection")

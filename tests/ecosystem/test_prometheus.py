@@ -43,7 +43,8 @@ def scraped(tmp_path_factory):
     mqtt = Mqtt(broker.port)
     prometheus = Prometheus(tmp / "prom", f"127.0.0.1:{metrics_port}")
     try:
-        with Timer(f"Prometheus {prometheus.version()}: gateway with 2 streams of {N} readings"):
+        Timer.note(f"Prometheus {prometheus.version()} (Debian), promtool alike")
+        with Timer(f"Prometheus: gateway with 2 streams of {N} readings"):
             gateway.start()
             mqtt.wait_online(gateway)
             for channels, occupied in occupancy_readings(N):

@@ -45,6 +45,8 @@ def booted(tmp_path_factory):
         with Timer("systemd: boot the nspawn root (volatile overlay)"):
             state = machine.start()
         assert state in ("running", "degraded")
+        Timer.note("systemd in the nspawn root: " + machine.run(
+            "systemctl", "--version").stdout.splitlines()[0])
         yield machine, mqtt
     finally:
         mqtt.close()
@@ -167,5 +169,5 @@ def test_systemd_analyze_verify_and_security_of_the_unit(booted):
     match = re.search(r"Overall exposure level for \S+: (\d+\.\d+) (\w+)", security.stdout)
     assert match, security.stdout + security.stderr
     exposure, verdict = float(match.group(1)), match.group(2)
-    print(f"systemd-analyze security: {exposure} {verdict}")
+    Timer.note(f"systemd-analyze security {UNIT}: exposure {exposure} {verdict}")
     assert verdict in ("SAFE", "OK") and exposure < 4.0, security.stdout
