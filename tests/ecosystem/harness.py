@@ -27,7 +27,7 @@ import urllib.request
 import msgpack
 import paho.mqtt.client as paho
 import pytest
-from brokers import free_port, wait_until
+from brokers import wait_until
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CACHE = pathlib.Path(os.environ.get("EDGELEARN_ECOSYSTEM_CACHE")
@@ -159,8 +159,7 @@ class EdgeGateway:
 
     def stop(self) -> int:
         """SIGTERM, as systemd and Ctrl-C stop it; its exit code."""
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(90)
+        code = terminate(self.process, 90)
         self._log_file.close()
         return code
 
@@ -214,6 +213,15 @@ class Mqtt:
         self.seq[stream] += 1
         self.client.publish(f"sensors/{stream}/data", msgpack.packb(body), qos=1)
 
+    def feed(self, streams: tuple[str, ...], n: int, seed: int = 0) -> None:
+        """``n`` labelled readings of a room (``occupancy_readings``) on each stream,
+        interleaved; returns once each reading has its prediction."""
+        for channels, occupied in occupancy_readings(n, seed):
+            for stream in streams:
+                self.reading(stream, channels, y=occupied)
+        for stream in streams:
+            self.wait_predicted(stream, n)
+
     def status(self) -> dict | None:
         with self.lock:
             return self.statuses[-1] if self.statuses else None
@@ -249,5 +257,11 @@ def occupancy_readings(n: int, seed: int = 0):
                 "co2": round(rng.gauss(780 if occupied else 450, 30), 1)}, occupied)
 
 
-def free_ports_for(*names: str) -> dict[str, int]:
-    return {name: free_port() for name in names}
+def terminate(process: subprocess.Popen, timeout: float) -> int:
+    """SIGTERM, then SIGKILL after ``timeout`` s; the exit code."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait(10)

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import os
 import pathlib
-import signal
 import subprocess
 
 import pytest
 from brokers import installed, wait_until
-from harness import CACHE, need
+from harness import CACHE, need, terminate
 
 
 class BootedRoot:
@@ -96,12 +95,7 @@ class BootedRoot:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)  # nspawn: an orderly shutdown
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+            terminate(self.process, 60)  # SIGTERM: nspawn shuts the container down in order
         if self.process is not None:
             self._log_file.close()
         self.process = None

@@ -8,13 +8,11 @@ import json
 import os
 import pathlib
 import shutil
-import signal
 import subprocess
-import time
 import urllib.parse
 
 from brokers import free_port, installed, wait_until
-from harness import CACHE, need, http_get, http_post
+from harness import CACHE, http_get, http_post, need, terminate
 
 
 class Program:
@@ -44,12 +42,7 @@ class Program:
 
     def stop(self, timeout: float = 60) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+            terminate(self.process, timeout)
         if self.process is not None:
             self._log_file.close()
         self.process = None
@@ -333,6 +326,3 @@ class NodeRed(Program):
     def connected(self) -> bool:
         return "Connected to broker" in self.log.read_text(errors="replace")
 
-
-def wait_quiet(seconds: float) -> None:
-    time.sleep(seconds)

@@ -41,11 +41,7 @@ def home(tmp_path_factory):
         with Timer(f"Home Assistant {ha.version}: gateway, 2 streams of {N} labelled readings"):
             gateway.start()
             mqtt.wait_online(gateway)
-            for channels, occupied in occupancy_readings(N):
-                for stream in STREAMS:
-                    mqtt.reading(stream, channels, y=occupied)
-            for stream in STREAMS:
-                mqtt.wait_predicted(stream, N)
+            mqtt.feed(STREAMS, N)
         yield ha, gateway, mqtt
     finally:
         mqtt.close()

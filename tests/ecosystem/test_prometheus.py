@@ -10,7 +10,7 @@ import time
 
 import pytest
 from brokers import Broker, free_port, wait_until
-from harness import REPO, EdgeGateway, Mqtt, Timer, http_get, occupancy_readings
+from harness import REPO, EdgeGateway, Mqtt, Timer, http_get
 from programs import Prometheus
 
 STREAMS = ("office", "hall")
@@ -47,11 +47,7 @@ def scraped(tmp_path_factory):
         with Timer(f"Prometheus: gateway with 2 streams of {N} readings"):
             gateway.start()
             mqtt.wait_online(gateway)
-            for channels, occupied in occupancy_readings(N):
-                for stream in STREAMS:
-                    mqtt.reading(stream, channels, y=occupied)
-            for stream in STREAMS:
-                mqtt.wait_predicted(stream, N)
+            mqtt.feed(STREAMS, N)
         with Timer("Prometheus: start, first scrape up"):
             prometheus.start()
             wait_until(lambda: [t for t in prometheus.targets() if t["health"] == "up"], 30,

@@ -9,21 +9,10 @@ LOG_TAG=node-red
 . "$(dirname "$0")/lib.sh"
 PINS="node-red@4.1.8 node-red-node-msgpack@1.2.1"
 DIR="$CACHE/node-red"
-MARKER="$DIR/.edgelearn-complete"
 
 need_debs node:nodejs npm:npm
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$node_major" -ge 18 ] || die "Node-RED 4 needs Node.js >= 18; this machine has $(node --version)"
-if cached "$MARKER" "$PINS"; then
-    step "cached: $PINS in $DIR"
-else
-    step "npm install $PINS"
-    rm -rf "$DIR"; mkdir -p "$DIR"
-    echo '{"name": "edgelearn-ecosystem-node-red", "private": true}' >"$DIR/package.json"
-    npm install --prefix "$DIR" --no-audit --no-fund --loglevel=error $PINS >"$CACHE/node-red-npm.log" 2>&1 \
-        || die "npm install $PINS failed; see $CACHE/node-red-npm.log"
-    [ -f "$DIR/node_modules/node-red/red.js" ] || die "npm installed no node-red/red.js in $DIR"
-    echo "$PINS" >"$MARKER"
-    step "installed"
-fi
+npm_pins "$DIR" $PINS
+[ -f "$DIR/node_modules/node-red/red.js" ] || die "npm installed no node-red/red.js in $DIR"
 echo "$DIR"
