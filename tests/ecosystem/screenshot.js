@@ -10,6 +10,10 @@ const { chromium } = require(process.env.PLAYWRIGHT_CORE);
     args: ["--no-sandbox", "--disable-gpu"] });
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    // Only HA itself: the frontend would fetch brand icons from the internet.
+    const own = new URL(url).origin;
+    await page.route("**/*", (route) =>
+      route.request().url().startsWith(own) ? route.continue() : route.abort());
     await page.goto(url);
     await page.getByLabel("Username").fill(process.env.HA_USERNAME, { timeout: 60000 });
     await page.keyboard.press("Tab");  // to the password field
