@@ -4,7 +4,7 @@ A *task* is one unit of logs (one file, or one directory's files in name order,
 as the recorder writes them: a stream's messages stay in order inside a task)
 replayed with one learner parameter set by :func:`run_task`, on a fresh
 :class:`~firmware_bridge.pipeline.Pipeline`, with the jitted log loop where the
-learner has one (:mod:`firmware_bridge.bulk_replay`). Tasks share nothing, so
+learner has one (:mod:`firmware_bridge.offline.replay`). Tasks share nothing, so
 :func:`run_grid` can run them
 
 * in this process (``jobs=1``, the default),
@@ -21,7 +21,7 @@ the kernels are cached on disk (``cache=True``), so :func:`run_grid` replays a
 tiny log in this process first, and on a Dask cluster once on every worker,
 before the tasks: no worker compiles while it holds a task.
 
->>> from firmware_bridge.fanout import Task, run_task
+>>> from firmware_bridge.offline.fanout import Task, run_task
 >>> Task(("a.msgpack",), "paacds", {"C": 0.5}).key
 'paacds C=0.5 | a.msgpack'
 """

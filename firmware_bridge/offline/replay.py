@@ -10,7 +10,7 @@ metrics, stream status and learner state (``Pipeline.to_state``), bit for bit
 
 How:
 
-1. the records are decoded in bulk by :class:`~firmware_bridge.fast_decode.FastDecoder`
+1. the records are decoded in bulk by :class:`~firmware_bridge.wire.bulk_decode.FastDecoder`
    (a log file's records CRC-checked and split in numba, data messages and
    batches read straight into arrays, channel names and labels as ids); a
    record the decoder is not sure of goes through the gateway's own
@@ -111,7 +111,7 @@ def replay_records(
     chunk: int = CHUNK,
 ) -> dict[str, Any]:
     """Run ``records`` (``LogRecord``-like: ``topic``, ``payload``, ``received_at``;
-    or the :class:`~firmware_bridge.recorder.LogFiles` of ``iter_logs``, whose files
+    or the :class:`~firmware_bridge.wire.logfile.LogFiles` of ``iter_logs``, whose files
     are then read in bulk) through ``pipeline`` and return, per stream, which path
     ran it (``"jitted"`` or ``"per-message: why"``) and, with ``keep_predictions``,
     its predictions, scores and queries as the prediction messages carried them;

@@ -1,11 +1,11 @@
 """Search a learner's parameters on recorded logs, scored prequentially.
 
 Every parameter set is replayed over every unit of logs
-(:mod:`firmware_bridge.fanout`: serially, on local processes or on a Dask
+(:mod:`firmware_bridge.offline.fanout`: serially, on local processes or on a Dask
 cluster), test-then-train under the ``from_data`` label policy (the recorded
 label is learned only when the learner asks for it), at a stated label budget
 (``target_query_rate`` for an active learner). Parameter sets are ranked by the
-pooled score over all streams (:mod:`firmware_bridge.results_table`), and the
+pooled score over all streams (:mod:`firmware_bridge.offline.results_table`), and the
 winner is written as a ``[learner]`` section for ``gateway.toml``.
 
 Each finished task is appended to a results file (JSON lines, one task result

@@ -165,13 +165,13 @@ class Pipeline:
         :meth:`handle` returns: before the learner takes it, or, on the one-call path
         of settled binary streams (:meth:`_predict_lean`), right after it took
         it and the counts say so; the gateway journals it there
-        (:mod:`firmware_bridge.journal`)."""
+        (:mod:`firmware_bridge.service.journal`)."""
         self.on_learn_batch: Callable[..., None] | None = None
         """If set, a jitted batch tells its lessons here at once instead, as
         ``on_learn_batch(stream, n, counts, slots, z, codes, labels)``: lessons ``n,
         n + 1, ...``, lesson i with the next ``counts[i]`` of ``slots``/``z`` and the
         label ``labels[codes[i]]`` (:meth:`LabelJournal.append_batch
-        <firmware_bridge.journal.LabelJournal.append_batch>`)."""
+        <firmware_bridge.service.journal.LabelJournal.append_batch>`)."""
         # The fast path (see handle): data topics of the streams that exist, names
         # that passed the rules, a decoder and an encoder set up once.
         self._data_topics: dict[str, StreamState] = {}
@@ -547,7 +547,7 @@ class Pipeline:
 
     def relearn(self, stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any,
                 y: Any) -> str:
-        """Teach ``stream`` a journaled lesson (:mod:`firmware_bridge.journal`): its
+        """Teach ``stream`` a journaled lesson (:mod:`firmware_bridge.service.journal`): its
         ``n``-th label, with the features kept at prediction time. Returns
         ``"replayed"``; ``"skipped"`` if the stream has learned it already (``n`` below
         its ``learned`` count); ``"out_of_order"`` if an earlier one is missing;

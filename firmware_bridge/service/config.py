@@ -6,7 +6,7 @@
 * :func:`load_config`, which checks a file and reports every problem at once (each in
   the one format, ``The 'port' parameter of [mqtt] must be an int in [1, 65535].
   Got 70000.``), then the cross-checks between keys;
-* the settings objects the service runs with: :class:`~firmware_bridge.mqtt.MqttSettings`
+* the settings objects the service runs with: :class:`~firmware_bridge.service.mqtt.MqttSettings`
   and the :class:`~firmware_bridge.pipeline.Pipeline`'s parameters
   (:meth:`GatewayConfig.make_pipeline`);
 * :func:`~firmware_bridge.service.config_docs.render_default_config`, the documented

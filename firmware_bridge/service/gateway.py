@@ -3,7 +3,7 @@
 Threads and who owns what:
 
 * one worker thread owns everything that moves: the
-  :class:`~firmware_bridge.mqtt.MqttBridge` (it drives both MQTT connections itself,
+  :class:`~firmware_bridge.service.mqtt.MqttBridge` (it drives both MQTT connections itself,
   through paho's external-loop interface), the
   :class:`~firmware_bridge.pipeline.Pipeline`, the recorder and the checkpoints. Each
   turn it polls the network (paho's on_message only puts messages into the bounded
@@ -19,10 +19,10 @@ Threads and who owns what:
   session), finishes what it received, writes checkpoints, publishes the retained
   ``"stopped"`` status and disconnects; the main thread waits for that.
 
-The other rooms: the configuration is :mod:`firmware_bridge.config`, the checkpoint
-files :mod:`firmware_bridge.checkpoints`, sd_notify :mod:`firmware_bridge.systemd`,
-the counters :mod:`firmware_bridge.counters`, the command line
-:mod:`firmware_bridge.cli` (``python -m firmware_bridge.gateway`` is ``edgelearn
+The other rooms: the configuration is :mod:`firmware_bridge.service.config`, the checkpoint
+files :mod:`firmware_bridge.service.checkpoints`, sd_notify :mod:`firmware_bridge.service.systemd`,
+the counters :mod:`firmware_bridge.service.counters`, the command line
+:mod:`firmware_bridge.cli` (``python -m firmware_bridge gateway`` is ``edgelearn
 gateway``).
 """
 

@@ -134,7 +134,7 @@ def _drive(pipeline: Pipeline, stream: str, messages) -> None:
 def warm_up(config, messages: int = MESSAGES) -> WarmupReport:
     """Compile (or load from the cache) every kernel ``config``'s gateway calls.
 
-    ``config`` is a :class:`firmware_bridge.gateway.GatewayConfig`.
+    ``config`` is a :class:`firmware_bridge.service.gateway.GatewayConfig`.
     """
     start = time.perf_counter()
     # Counts of earlier warm-ups in this process (another kind) are not this one's.

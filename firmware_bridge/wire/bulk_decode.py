@@ -166,7 +166,7 @@ def _grow(array: np.ndarray, size: int) -> np.ndarray:
 
 class FastDecoder:
     """The jitted decoder with its tables (channel names, labels, topics), for one
-    set of :class:`~firmware_bridge.protocol.Limits`.
+    set of :class:`~firmware_bridge.wire.Limits`.
 
     ``topic_stream(topic)``: the stream whose data topic ``topic`` is, or None
     (records on other topics are left to the exact path)."""

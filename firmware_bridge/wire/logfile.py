@@ -337,7 +337,7 @@ def _log_paths(paths_or_dirs: PathLike | Iterable[PathLike]) -> Iterator[str]:
 
 class LogFiles:
     """The records of many log files, as :func:`iter_logs` gives them: iterate it for
-    :class:`LogRecord` values; bulk readers (``firmware_bridge.bulk_replay``) read
+    :class:`LogRecord` values; bulk readers (``firmware_bridge.offline.replay``) read
     :meth:`files` themselves and call ``on_error`` alike."""
 
     def __init__(self, paths_or_dirs: PathLike | Iterable[PathLike],

@@ -8,7 +8,7 @@ Two kernels, both resumable record by record:
   (``STOP``): the exact Python reader takes over there and reports the damage.
 * :func:`decode_payloads` reads data messages and batches into readings
   (seq, ts, label code, channel (name id, value) pairs). It accepts only what
-  :mod:`firmware_bridge.protocol` accepts *and* would read identically; any other
+  :mod:`firmware_bridge.wire` accepts *and* would read identically; any other
   record is flagged (``REC_PYTHON``) for the exact Python path.
 
 Names and labels never become Python strings per reading: their bytes are
