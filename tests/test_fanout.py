@@ -65,3 +65,31 @@ def test_the_gateway_does_not_import_joblib_or_dask():
 def test_jobs_must_be_a_positive_int():
     with pytest.raises(ValueError, match="The 'jobs' parameter of run_grid must be an int >= 1. Got 0."):
         run_grid([Task(("x",), "paacds")], jobs=0)
+
+
+def _replay_json(*args):
+    import json
+
+    out = subprocess.run([sys.executable, "-m", "firmware_bridge", "replay", *args, "--learner", "paacds",
+                          "--set", "capacity=8", "--quiet", "--json"], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout), out.stderr
+
+
+def test_jobs_changes_only_where_replays_run(log_folder):
+    """One rule for what a replay is (--group, or a --grid): --jobs and --scheduler never
+    change what is computed, nor the shape of what is printed."""
+    logs = [str(p) for p in sorted(log_folder.glob("*.msgpack"))]
+    one, _ = _replay_json(*logs)
+    again, note = _replay_json(*logs, "--jobs", "2")
+    assert isinstance(one, dict) and one["streams"] == again["streams"]  # one replay, both ways
+    assert "one replay of every source runs in this process" in note
+    per_file = [_replay_json(*logs, "--group", "file", "--jobs", jobs)[0] for jobs in ("1", "2")]
+    assert per_file[0] == per_file[1] and len([r for r in per_file[0] if r["stream"] != "(overall)"]) >= 3
+    # all sources as one task of the table gives the single replay's numbers
+    table, _ = _replay_json(*logs, "--group", "all", "--csv", str(log_folder / "t.csv"))
+    rows = {r["stream"]: r for r in table if r["stream"] != "(overall)"}
+    for name, stream in one["streams"].items():
+        assert rows[name]["messages"] == stream["messages"]
+        assert rows[name]["accuracy"] == stream["accuracy"]

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from .common import DEMO_LOG, CliError, Progress, kind_argument, parse_setting, window_argument
-from .tuning import add_fanout_arguments, replay_fanout
+from .tuning import add_fanout_arguments, replay_fanout, replay_group
 
 
 def _resolve_learner(args) -> None:
@@ -325,9 +325,13 @@ def _print_replay(summary: dict) -> None:
 def cmd_replay(args) -> int:
     _resolve_learner(args)
     sources = [Path(s) for s in args.sources] or [DEMO_LOG]
-    if args.jobs != 1 or args.scheduler or args.grid or args.csv:
-        # many logs (files, folders, glob patterns) x a parameter grid, as tasks
+    if args.grid or args.csv or replay_group(args) != "all":
+        # replays (a file, a folder's files, or all) x a parameter grid, as tasks; the
+        # same tasks and results for any --jobs and --scheduler
         return replay_fanout(sources, args, _learner_params(args))
+    if args.jobs != 1 or args.scheduler:
+        print("edgelearn replay: one replay of every source runs in this process; --jobs and "
+              "--scheduler spread replays over processes (--group file, or --grid)", file=sys.stderr)
     missing = [str(s) for s in sources if not s.exists()]
     if missing:
         raise CliError(f"no such file or directory: {', '.join(missing)}")

@@ -72,6 +72,13 @@ def _print_rows(rows: list[dict], args) -> None:
             print(f"CSV written to {args.csv}")
 
 
+def replay_group(args) -> str:
+    """How ``edgelearn replay``'s sources become replays (the one rule, in --help):
+    ``--group``, else one replay of every source (``all``), or a replay per file with a
+    ``--grid``. ``--jobs`` and ``--scheduler`` never change it."""
+    return args.group or ("file" if args.grid else "all")
+
+
 def replay_fanout(sources: list[Path], args, params: dict) -> int:
     """Many logs and a parameter grid as independent tasks; the results table."""
     from firmware_bridge.offline import results_table
@@ -79,7 +86,7 @@ def replay_fanout(sources: list[Path], args, params: dict) -> int:
     from firmware_bridge.offline.tune import grid_params
 
     param_sets = [{**params, **grid} for grid in grid_params(dict(args.grid or []))]
-    tasks = tasks_for(_units(sources, args.group), args.learner, param_sets,
+    tasks = tasks_for(_units(sources, replay_group(args)), args.learner, param_sets,
                       label_policy=args.policy, jit=not args.per_message)
     try:
         results = run_grid(tasks, jobs=args.jobs, scheduler=args.scheduler,
@@ -146,7 +153,7 @@ def cmd_tune(args) -> int:
             edgelearn.make_learner(args.learner, p)
         except (TypeError, ValueError) as exc:
             raise CliError(str(exc)) from None
-    units = _units(sources, args.group)
+    units = _units(sources, args.group or "file")
     print(f"tuning {args.learner}: {len(param_sets)} parameter sets x {len(units)} logs, "
           f"scored by {args.metric} ({METRICS[args.metric]}); results in {args.results}",
           file=sys.stderr)
@@ -190,8 +197,12 @@ def add_fanout_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run logs x parameter sets as N local processes (joblib; default 1)")
     parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                         help="run them on an existing Dask cluster (dask.distributed)")
-    parser.add_argument("--group", choices=("file", "dir"), default="file",
-                        help="a task replays one file (default), or one directory's files in order (dir)")
+    parser.add_argument("--group", choices=("all", "file", "dir"), default=None,
+                        help="how SOURCEs become replays: all (one replay of every log, in order: "
+                             "replay's default), file (a replay per file: the default with --grid, "
+                             "and tune's), dir (a replay per directory's files). --jobs and "
+                             "--scheduler only choose where the replays run: the results are the "
+                             "same for any N")
     parser.add_argument("--csv", default=None, metavar="FILE", help="also write the results table as CSV")
 
 

@@ -56,15 +56,24 @@ class Task:
         return f"{self.learner} {settings} | {', '.join(self.logs)}"
 
 
+#: How sources become units: every file one unit, a directory's files one unit, all one.
+GROUPS = ("file", "dir", "all")
+
+
 def expand_logs(sources: Iterable[str | os.PathLike], group: str = "file") -> list[tuple[str, ...]]:
     """The units of logs named by ``sources``: files, directories (their
     ``*.msgpack`` files in name order) and glob patterns. ``group="file"``: each
     file is a unit; ``group="dir"``: a directory's files form one unit (one
-    recorder's rotated files), a file or glob match alone is one.
+    recorder's rotated files), a file or glob match alone is one; ``group="all"``:
+    every file, in order, is one unit (one replay, as ``edgelearn replay`` runs its
+    sources by default).
 
     Raises ``ValueError`` naming a source that matches nothing."""
-    if group not in ("file", "dir"):
-        raise ValueError(f"The 'group' parameter of expand_logs must be 'file' or 'dir'. Got {group!r}.")
+    if group not in GROUPS:
+        raise ValueError(f"The 'group' parameter of expand_logs must be one of {GROUPS}. "
+                         f"Got {group!r}.")
+    if group == "all":
+        return [tuple(f for unit in expand_logs(sources, "file") for f in unit)]
     units: list[tuple[str, ...]] = []
     for source in sources:
         source = os.fspath(source)
