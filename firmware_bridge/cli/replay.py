@@ -378,7 +378,7 @@ def add_parser(sub) -> None:
             "CSV file runs through the learner's jitted array loop when it has one and "
             "nothing needs the pipeline, else as the messages a gateway would have received "
             "(one stream named after the file). The summary names the path each stream took. "
-            "What a replay is follows one rule: every SOURCE is one replay, in order, "
+            "What a replay is follows one rule: all SOURCEs are one replay (their logs in order), "
             "unless --group file (a replay per file) or --group dir (per directory) says "
             "otherwise, or a --grid makes each file and parameter set a task, and then the "
             "result is a table per stream and overall (--csv writes it). --jobs and --scheduler "
