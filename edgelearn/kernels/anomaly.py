@@ -1,0 +1,335 @@
+"""Kernels of the streaming anomaly detector (edgelearn.learners.anomaly).
+
+Per channel slot ``c`` the detector keeps a row of statistics ``st[c]`` (the
+columns below), an exponentially weighted histogram per evidence kind of the
+surprises that kind has produced, ``hist[c, k]``, and a table of transitions
+between value bins, ``trans[c]``. Every evidence kind turns a reading into a
+*surprise* ``a >= 0`` in nats; its own histogram turns the surprise into a tail
+probability (how often this channel has been at least this surprising), so the
+evidence of a noisy channel and of a quiet one are on the same scale.
+
+The kinds (``KINDS``):
+
+0. level: ``a = z^2 / 2``, ``z`` the value's distance from a slowly forgetting mean
+   in units of the slowly forgetting mean absolute deviation (times sqrt(pi/2),
+   the standard deviation of a normal variable with that mean absolute deviation);
+1. change: the same for the step from the previous value, against the typical step;
+2. shift: the same for a fast-forgetting mean against the slow one, in units of
+   the standard deviation of the fast mean (a level shift or a slow drift);
+3. context: ``-log P(bin | previous bin)`` from the transition table (Laplace prior),
+   the order of values a channel usually follows (in the spirit of CAD OSE);
+4. stuck: ``a = run / typical run`` when the channel repeats its value longer
+   than it ever does (in nats: the run's probability under a geometric law of runs).
+
+Plain NumPy references of every kernel are in tests/naive.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._jit import jit
+from .channels import observe_standardize
+
+# Columns of st (per slot).
+N, MEAN, DEV, FAST, PREV, STEP, LO, HI, RUN, RUNLEN, BIN = range(11)
+N_STATS = 11
+
+KINDS = ("level", "change", "shift", "context", "stuck", "range")
+N_KINDS = len(KINDS)
+
+# Columns of the parameter vector.
+P_SLOW, P_FASTR, P_HIST, P_WARMUP, P_PRIOR, P_BINW, P_TRANS, P_NBINS, P_KINDS, P_RANGE = range(10)
+N_PARAMS = 10
+
+_SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
+_TINY = 1e-12
+
+
+@jit
+def bin_of(z, n_bins):
+    """The bin of a standardized value: ``n_bins`` bins of width 6 / n_bins over
+    [-3, 3], the outer ones open."""
+    b = int(math.floor((z + 3.0) * n_bins / 6.0))
+    if b < 0:
+        return 0
+    if b >= n_bins:
+        return n_bins - 1
+    return b
+
+
+@jit
+def tail_probability(hist_row, total, a, bin_width, prior):
+    """P(surprise >= a) from an EW histogram of past surprises (bins of
+    ``bin_width`` in ``log2(1 + a)`` from 0; the last bin open), with a prior of
+    weight ``prior`` whose tail is ``exp(-a)``; linear inside a bin, and past
+    the last bin's left edge its mass decays as ``edge / a``."""
+    n_b = hist_row.shape[0]
+    pos = surprise_position(a, bin_width)
+    b = int(math.floor(pos))
+    tail = 0.0
+    if b < n_b - 1:
+        for j in range(b + 1, n_b):
+            tail += hist_row[j]
+        tail += hist_row[b] * (1.0 - (pos - b))
+    else:
+        edge = 2.0 ** ((n_b - 1) * bin_width) - 1.0
+        tail = hist_row[n_b - 1] * edge / a
+    return (tail + prior * math.exp(-a)) / (total + prior)
+
+
+@jit
+def surprise_position(a, bin_width):
+    """Where a surprise falls on the histogram's axis, in bins: ``log2(1 + a) / bin_width``."""
+    return math.log2(1.0 + a) / bin_width
+
+
+@jit
+def surprises(st, trans, c, x, params, out):
+    """The surprise of each kind for value ``x`` on slot ``c`` (before learning it)."""
+    n_bins = int(params[P_NBINS])
+    fast_ratio = params[P_FASTR]
+    sd = st[c, DEV] * _SQRT_HALF_PI + _TINY
+    z = (x - st[c, MEAN]) / sd
+    out[0] = 0.5 * z * z
+    step_sd = st[c, STEP] * _SQRT_HALF_PI + _TINY
+    d = (x - st[c, PREV]) / step_sd
+    out[1] = 0.5 * d * d
+    # The fast mean after taking x, against the slow one, in units of its spread.
+    fast = st[c, FAST] + fast_ratio * (x - st[c, FAST])
+    u = (fast - st[c, MEAN]) / (sd * math.sqrt(fast_ratio / (2.0 - fast_ratio)))
+    out[2] = 0.5 * u * u
+    b = bin_of(z, n_bins)
+    prev = int(st[c, BIN])
+    row = 0.0
+    for j in range(n_bins):
+        row += trans[c, prev, j]
+    out[3] = -math.log((trans[c, prev, b] + 1.0) / (row + n_bins))
+    if x == st[c, PREV]:
+        out[4] = (st[c, RUN] + 1.0) / (st[c, RUNLEN] + 1.0)
+    else:
+        out[4] = 0.0
+    span = st[c, HI] - st[c, LO] + _TINY
+    beyond = max(x - st[c, HI], st[c, LO] - x, 0.0) / span
+    out[5] = params[P_RANGE] * beyond
+
+
+@jit
+def learn_value(st, hist, trans, c, x, a, params):
+    """Fold value ``x`` (whose surprises are ``a``) into slot ``c``'s statistics."""
+    n_bins = int(params[P_NBINS])
+    warm = st[c, N] >= params[P_WARMUP]
+    if warm:
+        keep = 1.0 - params[P_HIST]
+        for k in range(hist.shape[1]):
+            row = hist[c, k]
+            for j in range(row.shape[0]):
+                row[j] *= keep
+            b = int(surprise_position(a[k], params[P_BINW]))
+            if b >= row.shape[0]:
+                b = row.shape[0] - 1
+            row[b] += 1.0
+    if st[c, N] == 0.0:
+        st[c, MEAN] = x
+        st[c, FAST] = x
+        st[c, LO] = x
+        st[c, HI] = x
+        st[c, PREV] = x
+        st[c, RUN] = 0.0
+        st[c, RUNLEN] = 1.0
+        st[c, BIN] = n_bins // 2
+        st[c, N] = 1.0
+        return
+    n = st[c, N] + 1.0
+    rate = max(params[P_SLOW], 1.0 / n)
+    sd = st[c, DEV] * _SQRT_HALF_PI + _TINY
+    b = bin_of((x - st[c, MEAN]) / sd, n_bins)
+    decay = 1.0 - params[P_TRANS]
+    prev = int(st[c, BIN])
+    for j in range(n_bins):
+        trans[c, prev, j] *= decay
+    trans[c, prev, b] += 1.0
+    st[c, BIN] = b
+    st[c, DEV] += rate * (abs(x - st[c, MEAN]) - st[c, DEV])
+    st[c, MEAN] += rate * (x - st[c, MEAN])
+    st[c, FAST] += params[P_FASTR] * (x - st[c, FAST])
+    st[c, STEP] += rate * (abs(x - st[c, PREV]) - st[c, STEP])
+    if x == st[c, PREV]:
+        st[c, RUN] += 1.0
+    else:
+        st[c, RUNLEN] += rate * (st[c, RUN] + 1.0 - st[c, RUNLEN])
+        st[c, RUN] = 0.0
+    st[c, LO] = min(st[c, LO], x)
+    st[c, HI] = max(st[c, HI], x)
+    st[c, PREV] = x
+    st[c, N] = n
+
+
+@jit
+def channel_evidence(st, hist, trans, c, x, params, a, out):
+    """Each kind's evidence against value ``x`` on slot ``c``: ``-log10`` of its tail
+    probability (0 for a kind switched off, and for every kind while the channel
+    warms up), into ``out``. Leaves the surprises in ``a``; returns whether the
+    channel is warm."""
+    surprises(st, trans, c, x, params, a)
+    warm = st[c, N] >= params[P_WARMUP] + 1.0
+    mask = int(params[P_KINDS])
+    for k in range(a.shape[0]):
+        out[k] = 0.0
+        if not warm or not (mask >> k) & 1:
+            continue
+        total = 0.0
+        for j in range(hist.shape[2]):
+            total += hist[c, k, j]
+        p = tail_probability(hist[c, k], total, a[k], params[P_BINW], params[P_PRIOR])
+        out[k] = -math.log10(max(p, 1e-300))
+    return warm
+
+
+@jit
+def n_kinds_on(params):
+    mask = int(params[P_KINDS])
+    n = 0
+    for k in range(N_KINDS):
+        n += (mask >> k) & 1
+    return n
+
+
+@jit
+def reading_evidence(st, hist, trans, weight, slots, values, n, params, a, ev, learn):
+    """The reading's evidence: the largest weighted kind evidence over its channels,
+    less ``log10`` of the number of tests made (Bonferroni: kinds on times warm
+    channels), at least 0; and the slot that gave it (-1: none). ``ev[i * N_KINDS + k]``
+    gets channel i's unweighted evidence of kind k (what feedback learns from). A slot
+    of -1 (a channel the detector does not know) adds nothing. With ``learn`` each
+    value is then folded into its channel's statistics."""
+    best = 0.0
+    top = -1
+    warm = 0
+    for i in range(n):
+        c = slots[i]
+        row = ev[i * N_KINDS:(i + 1) * N_KINDS]
+        if c < 0:
+            row[:] = 0.0
+            continue
+        if channel_evidence(st, hist, trans, c, values[i], params, a, row):
+            warm += 1
+            for k in range(N_KINDS):
+                e = weight[c, k] * row[k]
+                if e > best:
+                    best = e
+                    top = c
+        if learn:
+            learn_value(st, hist, trans, c, values[i], a, params)
+    tests = warm * n_kinds_on(params)
+    if tests > 1:
+        best -= math.log10(tests)
+    return max(best, 0.0), top
+
+
+# Columns of the control vector ctl: the alarm's evidence threshold, the decaying
+# maximum of the current episode's evidence, the label tokens, and counters.
+C_THRESHOLD, C_EPISODE, C_TOKENS, C_READINGS, C_ALARMS, C_ASKED = range(6)
+N_CONTROL = 6
+
+# Columns of the control parameters: score scale, episode decay, target alarm rate
+# (0: a fixed threshold), the rate's gain, label rate, most label tokens held.
+Q_SCALE, Q_EPISODE, Q_TARGET, Q_GAIN, Q_LABELS, Q_TOKENS = range(6)
+N_QPARAMS = 6
+
+
+@jit
+def score_of(evidence, scale):
+    """The calibrated score in [0, 1): ``E / (E + scale)`` for evidence E (``-log10``
+    of the reading's p-value); 1/2 at ``E = scale``."""
+    return evidence / (evidence + scale)
+
+
+@jit
+def alarm_step(evidence, ctl, q):
+    """Decide the alarm and the label request for a reading of this evidence, and
+    move the controls: an alarm needs evidence at least the threshold and above the
+    current episode's decaying maximum (an episode alarms once, unless it grows);
+    the threshold follows the target alarm rate when one is set; a label request
+    spends a token (tokens accrue at the label rate)."""
+    alarm = evidence >= ctl[C_THRESHOLD] and evidence > ctl[C_EPISODE]
+    ctl[C_EPISODE] = max(ctl[C_EPISODE] * q[Q_EPISODE], evidence)
+    if q[Q_TARGET] > 0.0:
+        ctl[C_THRESHOLD] *= math.exp(q[Q_GAIN] * ((1.0 if alarm else 0.0) - q[Q_TARGET]))
+    ctl[C_TOKENS] = min(ctl[C_TOKENS] + q[Q_LABELS], q[Q_TOKENS])
+    ask = alarm and ctl[C_TOKENS] >= 1.0
+    if ask:
+        ctl[C_TOKENS] -= 1.0
+        ctl[C_ASKED] += 1.0
+    ctl[C_READINGS] += 1.0
+    if alarm:
+        ctl[C_ALARMS] += 1.0
+    return alarm, ask
+
+
+@jit
+def feedback(weight, slots, ev, n, real, threshold, tests_log, shrink):
+    """Learn an operator's answer about a reading whose unweighted evidence was ``ev``:
+    a false alarm scales every (channel, kind) weight that alone would alarm down to
+    ``shrink`` times the weight at which it would not (the same pattern stops
+    alarming; stronger evidence still does); a real one raises the weight of the
+    (channel, kind) that gave the most evidence to at least 1 (it keeps alarming)."""
+    if real:
+        best = -1.0
+        bi = -1
+        bk = -1
+        for i in range(n):
+            for k in range(N_KINDS):
+                if slots[i] >= 0 and weight[slots[i], k] * ev[i * N_KINDS + k] > best:
+                    best = weight[slots[i], k] * ev[i * N_KINDS + k]
+                    bi = i
+                    bk = k
+        if bi >= 0:
+            weight[slots[bi], bk] = max(weight[slots[bi], bk], 1.0)
+        return
+    limit = threshold + tests_log
+    for i in range(n):
+        c = slots[i]
+        if c < 0:
+            continue
+        for k in range(N_KINDS):
+            e = ev[i * N_KINDS + k]
+            if e > 0.0 and weight[c, k] * e >= limit:
+                weight[c, k] = shrink * limit / e
+
+
+@jit
+def run_rows(X, col_slot, count, mean, var, last_seen, counters, forget, eps, z_max,
+             st, hist, trans, weight, ctl, params, q, scores, alarms, asks, tops):
+    """The dict path's ``decide_one`` over every row of X (NaN: missing), the columns
+    already holding slots ``col_slot``: channel-space statistics, evidence, score,
+    alarm and label request per row, learning each row (no answers)."""
+    d = X.shape[1]
+    slots = np.empty(d, dtype=np.int32)
+    vals = np.empty(d, dtype=np.float64)
+    a = np.empty(N_KINDS)
+    ev = np.empty(d * N_KINDS)
+    for r in range(X.shape[0]):
+        k = 0
+        for j in range(d):
+            x = X[r, j]
+            if math.isfinite(x):
+                slots[k] = col_slot[j]
+                vals[k] = x
+                k += 1
+        observe_raw(slots, vals, k, count, mean, var, last_seen, counters[0], forget, eps, z_max)
+        counters[0] += 1
+        e, top = reading_evidence(st, hist, trans, weight, slots, vals, k, params, a, ev, True)
+        alarm, ask = alarm_step(e, ctl, q)
+        scores[r] = score_of(e, q[Q_SCALE])
+        alarms[r] = alarm
+        asks[r] = ask
+        tops[r] = top
+
+
+@jit
+def observe_raw(slots, vals, k, count, mean, var, last_seen, t, forget, eps, z_max):
+    """The channel space's statistics of a reading, its values left raw."""
+    observe_standardize(slots, vals, k, count, mean, var, last_seen, t, forget, eps, z_max, False)

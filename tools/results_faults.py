@@ -1,0 +1,266 @@
+"""SurpriseDetector on the project's sensor data with injected faults, beside River's
+detectors; writes docs/results-anomaly-faults.md.
+
+The stream: the bundled occupancy data (``edgelearn.datasets.load("occupancy")``:
+20,560 minutes of temperature, humidity, light, CO2 and humidity ratio), with its
+sensors dropping out as in the demo (``tools/make_demo_log.py``'s
+``failing_sensors``: each offline with probability 1/1500 per reading for 30 to 600
+readings, and a single reading lost with probability 1/100). Dropouts are not
+faults: a detector must not alarm on them.
+
+Faults injected (seeded), ``--faults`` of them per run, each on a random channel at
+a random time after the first 20% of the stream, none overlapping, of the kinds a
+gateway sees:
+
+* ``stuck``: the channel repeats its value at the fault's start for 120-480 readings;
+* ``spike``: one reading offset by 6-12 standard deviations of the channel;
+* ``drift``: an offset growing linearly to 2-4 standard deviations over 240-720
+  readings (a sensor losing calibration);
+* ``dead``: the channel reads 0 for 120-480 readings (a dead sensor's floor);
+* ``swapped``: two channels exchange their values for 120-480 readings (a wiring
+  or configuration mistake).
+
+Scoring is by event: alarms within ``GAP`` readings of each other form one alarm
+episode; an episode is a true positive if it overlaps a fault (from its start to
+``GRACE`` readings after its end); a fault is detected if some alarm falls there,
+its delay the readings from its start to the first such alarm. Precision is true
+episodes over episodes, recall detected faults over faults, F1 their harmonic mean.
+Each detector is run with its own alarms (ours: its alarm rule at the defaults;
+River's: ``QuantileFilter(q=0.999)``) and, for reference, at the threshold on its
+score that gives the best F1 in hindsight.
+
+Run from the repository root::
+
+    .venv/bin/python tools/results_faults.py                  # the page (a few minutes)
+    .venv/bin/python tools/results_faults.py --rows 3000 --seeds 0 --river hst --out /tmp/f.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import random
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from anomaly_harness import RIVER, rows_of, run_ours, run_river, warm_up_kernels  # noqa: E402
+from make_demo_log import failing_sensors  # noqa: E402
+
+from edgelearn import datasets  # noqa: E402
+
+KINDS = ("stuck", "spike", "drift", "dead", "swapped")
+GAP, GRACE = 30, 60
+SEEDS = (0, 1, 2)
+AIM_MISSING_LOSS = 0.03
+
+
+def inject(X: np.ndarray, n_faults: int, rng: np.random.Generator) -> tuple[np.ndarray, list]:
+    """A copy of X with faults; the faults as ``(kind, channel(s), start, end)``."""
+    X = X.copy()
+    n, d = X.shape
+    sd = np.nanstd(X, axis=0) + 1e-9
+    faults, taken = [], np.zeros(n, dtype=bool)
+    kinds = [KINDS[i % len(KINDS)] for i in range(n_faults)]
+    rng.shuffle(kinds)
+    for kind in kinds:
+        for _ in range(100):
+            length = {"spike": 1, "drift": int(rng.integers(240, 721))}.get(kind, int(rng.integers(120, 481)))
+            start = int(rng.integers(n // 5, n - length - GRACE))
+            if not taken[max(0, start - 2 * GRACE): start + length + 2 * GRACE].any():
+                break
+        end = start + length
+        taken[start:end] = True
+        c = int(rng.integers(d))
+        if kind == "stuck":
+            X[start:end, c] = X[start, c]
+        elif kind == "spike":
+            X[start, c] += rng.choice([-1.0, 1.0]) * rng.uniform(6, 12) * sd[c]
+        elif kind == "drift":
+            X[start:end, c] += np.linspace(0, 1, length) * rng.uniform(2, 4) * sd[c] * rng.choice([-1.0, 1.0])
+        elif kind == "dead":
+            X[start:end, c] = 0.0
+        else:
+            other = int((c + 1 + rng.integers(d - 1)) % d)
+            X[start:end, [c, other]] = X[start:end, [other, c]]
+            c = (c, other)
+        faults.append((kind, c, start, end))
+    return X, faults
+
+
+def drop_out(X: np.ndarray, seed: int) -> np.ndarray:
+    """Sensors dropping out as in the demo (NaN = not reported)."""
+    X = X.copy()
+    names = list(range(X.shape[1]))
+    for i, up in enumerate(failing_sensors(X.shape[0], names, random.Random(seed))):
+        for j in names:
+            if j not in up:
+                X[i, j] = np.nan
+    return X
+
+
+def missing_at_random(X: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
+    X = X.copy()
+    X[rng.random(X.shape) < rate] = np.nan
+    return X
+
+
+def event_scores(alarms: np.ndarray, faults: list) -> dict:
+    """Precision, recall, F1 and delays of alarms against faults (see the module docstring)."""
+    idx = np.flatnonzero(alarms)
+    episodes = []
+    for i in idx:
+        if episodes and i - episodes[-1][1] <= GAP:
+            episodes[-1][1] = i
+        else:
+            episodes.append([i, i])
+    spans = [(s, e + GRACE) for _, _, s, e in faults]
+    true_eps = sum(any(a <= fe and b >= fs for fs, fe in spans) for a, b in episodes)
+    delays, detected, by_kind = [], 0, {}
+    for (kind, _, s, e), (fs, fe) in zip(faults, spans):
+        hit = idx[(idx >= fs) & (idx <= fe)]
+        ok = len(hit) > 0
+        by_kind.setdefault(kind, []).append(ok)
+        if ok:
+            detected += 1
+            delays.append(int(hit[0] - s))
+    precision = true_eps / len(episodes) if episodes else 0.0
+    recall = detected / len(faults) if faults else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "episodes": len(episodes),
+            "delay": float(np.median(delays)) if delays else None,
+            "by_kind": {k: float(np.mean(v)) for k, v in by_kind.items()}}
+
+
+def best_in_hindsight(scores: np.ndarray, faults: list) -> dict:
+    """The event scores at the score threshold with the best F1 (candidates: 200 quantiles)."""
+    best = None
+    for t in np.unique(np.quantile(scores, np.linspace(0.9, 1.0, 200))):
+        r = event_scores(scores >= t, faults)
+        if best is None or r["f1"] > best["f1"]:
+            best = r
+    return best
+
+
+def run_all(X: np.ndarray, faults: list, columns: list, rivers: list) -> dict:
+    out = {}
+    scores, alarms, seconds = run_ours({}, X, columns)
+    out["ours"] = {"own": event_scores(alarms, faults), "best": best_in_hindsight(scores, faults),
+                   "us": seconds / len(X) * 1e6}
+    rows = rows_of(X, columns)
+    for r in rivers:
+        scores, alarms, seconds = run_river(r, rows)
+        out[r] = {"own": event_scores(alarms, faults), "best": best_in_hindsight(scores, faults),
+                  "us": seconds / len(X) * 1e6}
+    return out
+
+
+def mean(runs, det, harness, key):
+    vals = [r[det][harness][key] for r in runs if r[det][harness][key] is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def fmt(v, digits=3):
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "docs" / "results-anomaly-faults.md"))
+    parser.add_argument("--rows", type=int, default=None, help="only the first N rows (a smoke run)")
+    parser.add_argument("--faults", type=int, default=20)
+    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)))
+    parser.add_argument("--river", default=",".join(RIVER))
+    args = parser.parse_args(argv)
+    rivers = [r for r in args.river.split(",") if r]
+    seeds = [int(s) for s in args.seeds.split(",")]
+
+    data = datasets.load("occupancy")
+    columns = list(data.feature_names)
+    base = data.X[: args.rows] if args.rows else data.X
+    warm_up_kernels()
+    runs, runs_missing = [], []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        X, faults = inject(base, args.faults, rng)
+        X = drop_out(X, seed)
+        runs.append(run_all(X, faults, columns, rivers))
+        runs_missing.append(run_all(missing_at_random(X, 0.10, rng), faults, columns, rivers))
+        print("seed", seed, {k: round(v["own"]["f1"], 3) for k, v in runs[-1].items()}, flush=True)
+    Path(args.out).write_text(render(args, seeds, rivers, runs, runs_missing, len(base)))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def render(args, seeds, rivers, runs, runs_missing, n_rows) -> str:
+    command = "python tools/results_faults.py" + ("" if len(sys.argv) <= 1 else " " + shlex.join(sys.argv[1:]))
+    names = {"ours": "SurpriseDetector (defaults)", **RIVER}
+    dets = ["ours"] + rivers
+    lines = [
+        "# Sensor faults on the project's occupancy data",
+        "",
+        f"Written by `{command}` on {datetime.date.today().isoformat()} ({platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, load {os.getloadavg()[0]:.2f} "
+        f"at the end). {n_rows:,} readings of 5 channels, {args.faults} injected faults per run "
+        f"(stuck, spike, drift, dead, swapped, in equal numbers), sensors dropping out as in the "
+        f"demo, seeds {', '.join(map(str, seeds))}; means over the seeds. How faults are made and "
+        "scored: the docstring of `tools/results_faults.py`. SurpriseDetector runs at its defaults, "
+        "which were tuned on NAB only: this data was not used to choose them.",
+        "",
+        "## Aims",
+        "",
+    ]
+    ours_own = mean(runs, "ours", "own", "f1")
+    ours_missing = mean(runs_missing, "ours", "own", "f1")
+    if "hst" in rivers:
+        hst_best = mean(runs, "hst", "best", "f1")
+        lines.append(f"- Own alarms beat River HalfSpaceTrees at its best threshold in hindsight "
+                     f"(F1): **{ours_own:.3f}** against {hst_best:.3f} "
+                     f"({'met' if ours_own > hst_best else 'not met'}, {ours_own - hst_best:+.3f}). "
+                     "This is the project's own data, not a benchmark held out from the project: "
+                     "that aim is not tested here (see below).")
+    loss = ours_own - ours_missing
+    lines.append(f"- With 10% of readings missing at random, own-alarm F1 {ours_missing:.3f}: a loss of "
+                 f"**{loss:.3f}** (aim at most {AIM_MISSING_LOSS}: {'met' if loss <= AIM_MISSING_LOSS else 'not met'}).")
+    for det in rivers:
+        lines.append(f"- Above {names[det]} with own alarms: {ours_own:.3f} against "
+                     f"{mean(runs, det, 'own', 'f1'):.3f} "
+                     f"({'met' if ours_own > mean(runs, det, 'own', 'f1') else 'not met'}); at the best "
+                     f"thresholds in hindsight: {mean(runs, 'ours', 'best', 'f1'):.3f} against "
+                     f"{mean(runs, det, 'best', 'f1'):.3f}.")
+    for title, data in (("Dropouts only", runs), ("Dropouts and 10% of readings missing at random", runs_missing)):
+        lines += ["", f"## {title}", "",
+                  "| detector | own alarms: precision | recall | F1 | median delay | alarm episodes | "
+                  "best threshold: precision | recall | F1 | CPU µs / reading |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for det in dets:
+            lines.append(
+                f"| {names[det]} | " + " | ".join([
+                    fmt(mean(data, det, "own", "precision")), fmt(mean(data, det, "own", "recall")),
+                    fmt(mean(data, det, "own", "f1")), fmt(mean(data, det, "own", "delay"), 1),
+                    fmt(mean(data, det, "own", "episodes"), 1),
+                    fmt(mean(data, det, "best", "precision")), fmt(mean(data, det, "best", "recall")),
+                    fmt(mean(data, det, "best", "f1")),
+                    fmt(float(np.mean([r[det]["us"] for r in data])), 2)]) + " |")
+    lines += ["", "## Recall by fault kind (own alarms, dropouts only)", "",
+              "| detector | " + " | ".join(KINDS) + " |", "|---|" + "---:|" * len(KINDS)]
+    for det in dets:
+        cells = [fmt(float(np.mean([r[det]["own"]["by_kind"].get(k, np.nan) for r in runs])), 2) for k in KINDS]
+        lines.append(f"| {names[det]} | " + " | ".join(cells) + " |")
+    lines += ["", "## Not done here", "",
+              "- A multivariate benchmark held out from the project (the issue's aim): none is in "
+              "the repository, and this page's data is the project's own. The comparison above is "
+              "run on it instead and says so.",
+              "- Room occupancy (16 channels) is not among `edgelearn.datasets` yet; only the "
+              "occupancy data is used.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
