@@ -1011,3 +1011,149 @@ def arow_expand(slots, z, edges, freq, capacity):
                 out_slots.append(capacity + s * n_bins + b)
                 out_z.append(float(b == arow_bin_of(v, edges)) - freq[s, b])
     return out_slots, out_z
+
+
+# -- SurpriseDetector (edgelearn/kernels/anomaly.py) ------------------------------
+#
+# A channel's statistics are a dict {"n", "mean", "dev", "fast", "prev", "step", "lo",
+# "hi", "run", "runlen", "bin"}, its histograms a (kinds, bins) array, its transitions
+# an (n_bins, n_bins) array; params a dict of the parameter names.
+
+SURPRISE_KINDS = ("level", "change", "shift", "context", "stuck", "range")
+
+
+def surprise_bin(z, n_bins):
+    return min(n_bins - 1, max(0, math.floor((z + 3.0) * n_bins / 6.0)))
+
+
+def surprise_kinds(ch, trans, x, p):
+    """The six surprises (nats) of value x against a channel's statistics."""
+    sd = ch["dev"] * math.sqrt(math.pi / 2) + 1e-12
+    z = (x - ch["mean"]) / sd
+    step_sd = ch["step"] * math.sqrt(math.pi / 2) + 1e-12
+    d = (x - ch["prev"]) / step_sd
+    r = p["fast_rate"]
+    fast = ch["fast"] + r * (x - ch["fast"])
+    u = (fast - ch["mean"]) / (sd * math.sqrt(r / (2 - r)))
+    b = surprise_bin(z, p["n_bins"])
+    row = trans[int(ch["bin"])]
+    context = -math.log((row[b] + 1.0) / (sum(row) + p["n_bins"]))
+    stuck = (ch["run"] + 1.0) / (ch["runlen"] + 1.0) if x == ch["prev"] else 0.0
+    beyond = max(x - ch["hi"], ch["lo"] - x, 0.0) / (ch["hi"] - ch["lo"] + 1e-12)
+    return [z * z / 2, d * d / 2, u * u / 2, context, stuck, p["range_scale"] * beyond]
+
+
+def surprise_tail(hist_row, a, width, prior):
+    """P(surprise >= a): the histogram's mass at or past a (bins of ``width`` on
+    log2(1 + a), linear inside a bin; past the last bin's left edge its mass times
+    edge / a), plus a prior of weight ``prior`` with tail exp(-a), over the total."""
+    pos = math.log2(1.0 + a) / width
+    b = math.floor(pos)
+    last = len(hist_row) - 1
+    if b < last:
+        tail = sum(hist_row[b + 1:]) + hist_row[b] * (1 - (pos - b))
+    else:
+        tail = hist_row[last] * (2.0 ** (last * width) - 1.0) / a
+    return (tail + prior * math.exp(-a)) / (sum(hist_row) + prior)
+
+
+def surprise_learn(ch, hist, trans, x, a, p):
+    """Fold x into a channel (copies returned): histograms (once warm), then the
+    transition table, the slow and fast means, the deviations, runs and range."""
+    ch, hist, trans = dict(ch), hist.copy(), trans.copy()
+    if ch["n"] >= p["warmup"]:
+        hist *= 1.0 - p["hist_rate"]
+        for k in range(hist.shape[0]):
+            b = min(int(math.log2(1.0 + a[k]) / p["bin_width"]), hist.shape[1] - 1)
+            hist[k, b] += 1.0
+    if ch["n"] == 0:
+        ch.update(mean=x, fast=x, lo=x, hi=x, prev=x, run=0.0, runlen=1.0, bin=p["n_bins"] // 2, n=1.0)
+        return ch, hist, trans
+    n = ch["n"] + 1
+    rate = max(p["slow_rate"], 1.0 / n)
+    sd = ch["dev"] * math.sqrt(math.pi / 2) + 1e-12
+    b = surprise_bin((x - ch["mean"]) / sd, p["n_bins"])
+    prev_bin = int(ch["bin"])
+    trans[prev_bin] *= 1.0 - p["trans_rate"]
+    trans[prev_bin, b] += 1.0
+    ch["bin"] = b
+    ch["dev"] += rate * (abs(x - ch["mean"]) - ch["dev"])
+    ch["mean"] += rate * (x - ch["mean"])
+    ch["fast"] += p["fast_rate"] * (x - ch["fast"])
+    ch["step"] += rate * (abs(x - ch["prev"]) - ch["step"])
+    if x == ch["prev"]:
+        ch["run"] += 1
+    else:
+        ch["runlen"] += rate * (ch["run"] + 1 - ch["runlen"])
+        ch["run"] = 0.0
+    ch["lo"], ch["hi"], ch["prev"], ch["n"] = min(ch["lo"], x), max(ch["hi"], x), x, n
+    return ch, hist, trans
+
+
+def surprise_reading(channels, hists, transs, weights, slots, values, p, learn):
+    """A reading's evidence: per channel and kind -log10 of the tail probability (0
+    while the channel has fewer than warmup + 1 readings, and for kinds off); the
+    best weighted one less log10(warm channels x kinds on), at least 0; the slot
+    that gave it; the unweighted evidence per channel and kind; and, with learn, the
+    channels after learning their values."""
+    channels, hists, transs = dict(channels), dict(hists), dict(transs)
+    kinds_on = [k for k in range(6) if k in p["kinds"]]
+    best, top, warm, evidence = 0.0, -1, 0, []
+    for c, x in zip(slots, values):
+        a = surprise_kinds(channels[c], transs[c], x, p)
+        row = [0.0] * 6
+        if channels[c]["n"] >= p["warmup"] + 1:
+            warm += 1
+            for k in kinds_on:
+                tail = surprise_tail(hists[c][k], a[k], p["bin_width"], p["prior"])
+                row[k] = -math.log10(max(tail, 1e-300))
+                if weights[c][k] * row[k] > best:
+                    best, top = weights[c][k] * row[k], c
+        evidence.append(row)
+        if learn:
+            channels[c], hists[c], transs[c] = surprise_learn(channels[c], hists[c], transs[c], x, a, p)
+    tests = warm * len(kinds_on)
+    if tests > 1:
+        best -= math.log10(tests)
+    return max(best, 0.0), top, evidence, channels, hists, transs
+
+
+def surprise_alarm(evidence, ctl, q):
+    """An alarm needs evidence at least the threshold and above the episode's decaying
+    maximum; then the episode maximum, the threshold (towards the target rate, if any),
+    the label tokens and the counters move. ``ctl`` = [threshold, episode, tokens,
+    readings, alarms, asked]; ``q`` = [scale, episode decay, target, gain, label rate,
+    most tokens]. Returns (alarm, ask, new ctl)."""
+    threshold, episode, tokens, readings, alarms, asked = ctl
+    alarm = evidence >= threshold and evidence > episode
+    episode = max(episode * q[1], evidence)
+    if q[2] > 0:
+        threshold *= math.exp(q[3] * (float(alarm) - q[2]))
+    tokens = min(tokens + q[4], q[5])
+    ask = alarm and tokens >= 1.0
+    if ask:
+        tokens -= 1.0
+        asked += 1
+    return alarm, ask, [threshold, episode, tokens, readings + 1, alarms + float(alarm), asked]
+
+
+def surprise_feedback(weights, slots, evidence, real, threshold, tests_log, shrink):
+    """Learn an answer (copies returned): real raises the strongest (channel, kind)
+    weight to at least 1; a false alarm brings every weight whose weighted evidence
+    reaches threshold + tests_log down to shrink * (threshold + tests_log) / evidence."""
+    weights = {c: list(w) for c, w in weights.items()}
+    if real:
+        best, where = -1.0, None
+        for c, row in zip(slots, evidence):
+            for k, e in enumerate(row):
+                if weights[c][k] * e > best:
+                    best, where = weights[c][k] * e, (c, k)
+        if where is not None:
+            weights[where[0]][where[1]] = max(weights[where[0]][where[1]], 1.0)
+        return weights
+    limit = threshold + tests_log
+    for c, row in zip(slots, evidence):
+        for k, e in enumerate(row):
+            if e > 0 and weights[c][k] * e >= limit:
+                weights[c][k] = shrink * limit / e
+    return weights

@@ -141,7 +141,7 @@ class SurpriseDetector(Learner):
     ...     d = det.decide_one({"temp": 20 + rng.normal(), "hum": 40 + rng.normal()})
     >>> d = det.decide_one({"temp": 20.0, "hum": 95.0})   # humidity jumps
     >>> d.label, round(d.score, 2), d.extra["top"]
-    (True, 0.92, ('hum',))
+    (True, 0.98, ('hum',))
     >>> det.learn(d.slots, d.z, False)                      # "not a real anomaly"
     >>> det.score_one({"temp": 20.0, "hum": 95.0}) < det.alarm_threshold
     True
