@@ -237,6 +237,9 @@ class Sweep:
 
 def normalized(raw: float, sweep: Sweep) -> float:
     """``100 (raw - null) / (perfect - null)``: 0 is the null detector, 100 perfect."""
+    if sweep.perfect == sweep.null:
+        raise ValueError("The 'sweep' parameter of normalized must cover at least one scored "
+                         "window. Got a corpus with none.")
     return 100.0 * (raw - sweep.null) / (sweep.perfect - sweep.null)
 
 

@@ -120,14 +120,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=str(ROOT / "benchmarks" / "nab"))
     parser.add_argument("--out", default=str(ROOT / "docs" / "results-nab.md"))
-    parser.add_argument("--series", type=int, default=None, help="only the first N series (a smoke run)")
+    parser.add_argument("--series", type=int, default=None, help="only N series, spread over the corpus (a smoke run)")
     parser.add_argument("--river", default=",".join(RIVER), help="River detectors, comma-separated ('' for none)")
     parser.add_argument("--variants", type=int, default=len(VARIANTS), help="how many of the variants to run")
     args = parser.parse_args(argv)
 
     corpus = nab.load_corpus(args.root)
-    if args.series:
-        corpus = corpus[: args.series]
+    if args.series:  # a smoke run: series spread over the categories
+        corpus = corpus[:: max(1, len(corpus) // args.series)][: args.series]
     rivers = [r for r in args.river.split(",") if r]
     warm_up_kernels()
     results = []
