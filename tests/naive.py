@@ -1090,18 +1090,25 @@ def surprise_learn(ch, hist, trans, x, a, p):
     return ch, hist, trans
 
 
-def surprise_reading(channels, hists, transs, weights, slots, values, p, learn):
+def surprise_spread(ch):
+    return ch["dev"] * math.sqrt(math.pi / 2) + 1e-12
+
+
+def surprise_reading(channels, hists, transs, weights, confirmed, slots, values, p, learn):
     """A reading's evidence: per channel and kind -log10 of the tail probability (0
     while the channel has fewer than warmup + 1 readings, and for kinds off); the
-    best weighted one less log10(warm channels x kinds on), at least 0; the slot
-    that gave it; the unweighted evidence per channel and kind; and, with learn, the
-    channels after learning their values."""
+    best weighted one less log10(warm channels x kinds on), at least 0, unless a warm
+    channel's value is within conf_tol spreads of one of its confirmed anomalies
+    ``confirmed[c]`` (pairs of value, evidence) with more evidence; the slot that gave
+    it; per channel the row [evidence per kind..., confirmed evidence, value]; and,
+    with learn, the channels after learning their values."""
     channels, hists, transs = dict(channels), dict(hists), dict(transs)
     kinds_on = [k for k in range(6) if k in p["kinds"]]
-    best, top, warm, evidence = 0.0, -1, 0, []
+    best, top, warm, rows = 0.0, -1, 0, []
+    conf_best, conf_top = 0.0, -1
     for c, x in zip(slots, values):
         a = surprise_kinds(channels[c], transs[c], x, p)
-        row = [0.0] * 6
+        row = [0.0] * 6 + [0.0, x]
         if channels[c]["n"] >= p["warmup"] + 1:
             warm += 1
             for k in kinds_on:
@@ -1109,13 +1116,19 @@ def surprise_reading(channels, hists, transs, weights, slots, values, p, learn):
                 row[k] = -math.log10(max(tail, 1e-300))
                 if weights[c][k] * row[k] > best:
                     best, top = weights[c][k] * row[k], c
-        evidence.append(row)
+            reach = p["conf_tol"] * surprise_spread(channels[c])
+            row[6] = max([e for v, e in confirmed[c] if e > 0 and abs(x - v) <= reach], default=0.0)
+            if row[6] > conf_best:
+                conf_best, conf_top = row[6], c
+        rows.append(row)
         if learn:
             channels[c], hists[c], transs[c] = surprise_learn(channels[c], hists[c], transs[c], x, a, p)
     tests = warm * len(kinds_on)
     if tests > 1:
         best -= math.log10(tests)
-    return max(best, 0.0), top, evidence, channels, hists, transs
+    if conf_best > best:
+        return conf_best, conf_top, rows, channels, hists, transs
+    return max(best, 0.0), top, rows, channels, hists, transs
 
 
 def surprise_alarm(evidence, ctl, q):
@@ -1137,23 +1150,35 @@ def surprise_alarm(evidence, ctl, q):
     return alarm, ask, [threshold, episode, tokens, readings + 1, alarms + float(alarm), asked]
 
 
-def surprise_feedback(weights, slots, evidence, real, threshold, tests_log, shrink):
-    """Learn an answer (copies returned): real raises the strongest (channel, kind)
-    weight to at least 1; a false alarm brings every weight whose weighted evidence
-    reaches threshold + tests_log down to shrink * (threshold + tests_log) / evidence."""
+def surprise_feedback(weights, confirmed, spreads, slots, rows, real, threshold, tests_log,
+                      shrink, tolerance):
+    """Learn an answer (copies returned). Real: the strongest weighted (channel, kind)
+    gets weight at least 1, and its channel remembers [value, max(that evidence, the
+    row's confirmed evidence, threshold + tests_log)] in place of its weakest
+    confirmed entry (the first of equals). False: every weight whose weighted evidence
+    reaches threshold + tests_log becomes shrink * (threshold + tests_log) / evidence,
+    and confirmed entries within tolerance * spread of the value are emptied."""
     weights = {c: list(w) for c, w in weights.items()}
+    confirmed = {c: [list(e) for e in v] for c, v in confirmed.items()}
+    limit = threshold + tests_log
     if real:
         best, where = -1.0, None
-        for c, row in zip(slots, evidence):
-            for k, e in enumerate(row):
-                if weights[c][k] * e > best:
-                    best, where = weights[c][k] * e, (c, k)
+        for i, (c, row) in enumerate(zip(slots, rows)):
+            for k in range(6):
+                if weights[c][k] * row[k] > best:
+                    best, where = weights[c][k] * row[k], (i, c, k)
         if where is not None:
-            weights[where[0]][where[1]] = max(weights[where[0]][where[1]], 1.0)
-        return weights
-    limit = threshold + tests_log
-    for c, row in zip(slots, evidence):
-        for k, e in enumerate(row):
-            if e > 0 and weights[c][k] * e >= limit:
-                weights[c][k] = shrink * limit / e
-    return weights
+            i, c, k = where
+            weights[c][k] = max(weights[c][k], 1.0)
+            evidences = [e for _, e in confirmed[c]]
+            weakest = evidences.index(min(evidences))
+            confirmed[c][weakest] = [rows[i][7], max(best, rows[i][6], limit)]
+        return weights, confirmed
+    for c, row in zip(slots, rows):
+        for k in range(6):
+            if row[k] > 0 and weights[c][k] * row[k] >= limit:
+                weights[c][k] = shrink * limit / row[k]
+        for entry in confirmed[c]:
+            if abs(row[7] - entry[0]) <= tolerance * spreads[c]:
+                entry[1] = 0.0
+    return weights, confirmed

@@ -20,7 +20,7 @@ def naive_params(det):
     return {"slow_rate": p[K.P_SLOW], "fast_rate": p[K.P_FASTR], "hist_rate": p[K.P_HIST],
             "warmup": p[K.P_WARMUP], "prior": p[K.P_PRIOR], "bin_width": p[K.P_BINW],
             "trans_rate": p[K.P_TRANS], "n_bins": int(p[K.P_NBINS]), "range_scale": p[K.P_RANGE],
-            "kinds": [K.KINDS.index(k) for k in det.evidence]}
+            "kinds": [K.KINDS.index(k) for k in det.evidence], "conf_tol": p[K.P_CONFTOL]}
 
 
 def channel_dict(st_row):
@@ -49,23 +49,30 @@ def test_reading_evidence_and_learning_match_the_reference(seed, evidence):
     rng = np.random.default_rng(seed)
     det.weight[:d] = rng.uniform(0.5, 1.5, size=(d, K.N_KINDS))
     weights = {c: list(det.weight[c]) for c in range(d)}
+    # confirmed anomalies near values the stream takes, so some readings match them
+    det.conf[:d, :2, 0] = np.nanmedian(X, axis=0)[:, None] + [[0.0, 3.0]]
+    det.conf[:d, :2, 1] = rng.uniform(1.0, 8.0, size=(d, 2))
+    confirmed = {c: [list(e) for e in det.conf[c]] for c in range(d)}
     chans = {c: channel_dict(det.st[c]) for c in range(d)}
     hists = {c: det.hist[c].copy() for c in range(d)}
     transs = {c: det.trans[c].copy() for c in range(d)}
     a = np.zeros(K.N_KINDS)
+    matched = 0
     for row in X:
         present = np.flatnonzero(~np.isnan(row))
         slots = present.astype(np.int32)
         values = row[present].copy()
-        ev = np.zeros(len(slots) * K.N_KINDS)
-        e, top = K.reading_evidence(det.st, det.hist, det.trans, det.weight, slots, values,
+        ev = np.zeros(len(slots) * K.EV_ROW)
+        e, top = K.reading_evidence(det.st, det.hist, det.trans, det.weight, det.conf, slots, values,
                                     len(slots), det._params, a, ev, True)
         ne, ntop, nev, chans, hists, transs = naive.surprise_reading(
-            chans, hists, transs, weights, list(slots), list(values), p, True)
+            chans, hists, transs, weights, confirmed, list(slots), list(values), p, True)
         assert e == pytest.approx(ne, rel=1e-9, abs=1e-12)
         assert top == ntop or e == 0.0
-        np.testing.assert_allclose(ev.reshape(-1, K.N_KINDS), np.array(nev).reshape(-1, K.N_KINDS),
+        np.testing.assert_allclose(ev.reshape(-1, K.EV_ROW), np.array(nev).reshape(-1, K.EV_ROW),
                                    rtol=1e-9, atol=1e-12)
+        matched += int(np.any(ev.reshape(-1, K.EV_ROW)[:, K.EV_CONFIRMED] > 0))
+    assert matched > 0  # the confirmed memory took part
     for c in range(d):
         got = channel_dict(det.st[c])
         for name in FIELDS:
@@ -101,16 +108,27 @@ def test_alarm_step_matches_the_reference():
 
 
 @pytest.mark.parametrize("real", [True, False])
-def test_feedback_matches_the_reference(real):
-    rng = np.random.default_rng(4)
+@pytest.mark.parametrize("seed", [4, 5])
+def test_feedback_matches_the_reference(real, seed):
+    rng = np.random.default_rng(seed)
     weight = rng.uniform(0.2, 2.0, size=(5, K.N_KINDS))
+    st = np.zeros((5, K.N_STATS))
+    st[:, K.DEV] = rng.uniform(0.5, 2.0, 5)
+    conf = np.zeros((5, 4, 2))
+    conf[:, :3, 0] = rng.normal(size=(5, 3))
+    conf[:, :3, 1] = rng.uniform(1, 9, size=(5, 3))
     slots = np.array([0, 3, 4], dtype=np.int32)
-    ev = rng.exponential(4.0, size=3 * K.N_KINDS)
-    ref = naive.surprise_feedback({c: list(weight[c]) for c in range(5)}, list(slots),
-                                  ev.reshape(3, K.N_KINDS).tolist(), real, 5.0, math.log10(12), 0.9)
-    K.feedback(weight, slots, ev, 3, real, 5.0, math.log10(12), 0.9)
+    ev = rng.exponential(4.0, size=(3, K.EV_ROW))
+    ev[:, K.EV_VALUE] = rng.normal(size=3)
+    ev = ev.ravel()
+    spreads = {c: float(st[c, K.DEV] * math.sqrt(math.pi / 2) + 1e-12) for c in range(5)}
+    ref_w, ref_c = naive.surprise_feedback(
+        {c: list(weight[c]) for c in range(5)}, {c: [list(e) for e in conf[c]] for c in range(5)},
+        spreads, list(slots), ev.reshape(3, K.EV_ROW).tolist(), real, 5.0, math.log10(12), 0.9, 0.5)
+    K.feedback(weight, conf, st, slots, ev, 3, real, 5.0, math.log10(12), 0.9, 0.5)
     for c in range(5):
-        np.testing.assert_allclose(weight[c], ref[c], rtol=1e-12)
+        np.testing.assert_allclose(weight[c], ref_w[c], rtol=1e-12)
+        np.testing.assert_allclose(conf[c], ref_c[c], rtol=1e-12)
 
 
 # -- the learner ---------------------------------------------------------------------
@@ -156,7 +174,7 @@ def test_checkpoint_restores_exactly_and_continues_identically():
 def test_memory_is_fixed_at_construction_and_as_documented():
     det = SurpriseDetector()
     before = det.memory_bytes()
-    per_slot = 8 * (K.N_STATS + K.N_KINDS * (1 + 32) + 8 * 8)
+    per_slot = 8 * (K.N_STATS + K.N_KINDS * (1 + 32) + 8 * 8 + 4 * 2)
     assert before == 64 * per_slot + 8 * (K.N_CONTROL + K.N_PARAMS + K.N_QPARAMS + K.N_KINDS) \
         + 2 * 64 + det.channels.memory_bytes()
     rng = np.random.default_rng(0)
@@ -225,9 +243,15 @@ def test_false_alarm_stops_the_same_pattern_and_a_confirmed_one_keeps_alarming()
     assert np.all(det.weight >= 1.0)  # a confirmed anomaly lowers no weight
     for x in noisy(rng, 100):
         det.decide_one(x)
-    # Its statistics have seen it once (the range now reaches 12), so the repeat is
-    # less surprising than the first time, but not suppressed as after a false alarm.
-    assert det.score_one({"a": 12.0, "b": 0.0}) > after_false + 0.2
+    # Its statistics have seen it once (the range now reaches 12), so only the memory of
+    # confirmed anomalies keeps the repeat alarming; nearby normal values do not.
+    assert det.score_one({"a": 12.0, "b": 0.0}) >= det.threshold
+    assert det.decide_one({"a": 12.2, "b": 0.1}).label
+    assert det.score_one({"a": 0.5, "b": 0.0}) < det.threshold
+    # and a false alarm on that value later forgets it
+    d = det.decide_one({"a": 12.0, "b": 0.0})
+    det.learn(d.slots, d.z, False)
+    assert det.score_one({"a": 12.0, "b": 0.0}) < det.threshold
     with pytest.raises(ValueError, match="answers must be True"):
         det.learn(d.slots, d.z, "maybe")
 

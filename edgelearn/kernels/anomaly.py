@@ -40,9 +40,18 @@ N_STATS = 11
 KINDS = ("level", "change", "shift", "context", "stuck", "range")
 N_KINDS = len(KINDS)
 
+# A decision keeps, per channel, a row of EV_ROW numbers: the evidence of each kind
+# (unweighted), the evidence of a confirmed pattern it matched, and the raw value.
+EV_CONFIRMED = N_KINDS
+EV_VALUE = N_KINDS + 1
+EV_ROW = N_KINDS + 2
+
+# conf[c, j] = (value, evidence): a confirmed anomaly of channel c (evidence 0: empty).
+CONF_VALUE, CONF_EVIDENCE = 0, 1
+
 # Columns of the parameter vector.
-P_SLOW, P_FASTR, P_HIST, P_WARMUP, P_PRIOR, P_BINW, P_TRANS, P_NBINS, P_KINDS, P_RANGE = range(10)
-N_PARAMS = 10
+P_SLOW, P_FASTR, P_HIST, P_WARMUP, P_PRIOR, P_BINW, P_TRANS, P_NBINS, P_KINDS, P_RANGE, P_CONFTOL = range(11)
+N_PARAMS = 11
 
 _SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
 _TINY = 1e-12
@@ -91,7 +100,7 @@ def surprises(st, trans, c, x, params, out):
     """The surprise of each kind for value ``x`` on slot ``c`` (before learning it)."""
     n_bins = int(params[P_NBINS])
     fast_ratio = params[P_FASTR]
-    sd = st[c, DEV] * _SQRT_HALF_PI + _TINY
+    sd = spread(st, c)
     z = (x - st[c, MEAN]) / sd
     out[0] = 0.5 * z * z
     step_sd = st[c, STEP] * _SQRT_HALF_PI + _TINY
@@ -144,7 +153,7 @@ def learn_value(st, hist, trans, c, x, a, params):
         return
     n = st[c, N] + 1.0
     rate = max(params[P_SLOW], 1.0 / n)
-    sd = st[c, DEV] * _SQRT_HALF_PI + _TINY
+    sd = spread(st, c)
     b = bin_of((x - st[c, MEAN]) / sd, n_bins)
     decay = 1.0 - params[P_TRANS]
     prev = int(st[c, BIN])
@@ -198,34 +207,64 @@ def n_kinds_on(params):
 
 
 @jit
-def reading_evidence(st, hist, trans, weight, slots, values, n, params, a, ev, learn):
+def spread(st, c):
+    """A channel's typical spread: its mean absolute deviation times sqrt(pi/2)."""
+    return st[c, DEV] * _SQRT_HALF_PI + _TINY
+
+
+@jit
+def confirmed_evidence(conf, st, c, x, tolerance):
+    """The largest evidence of a confirmed anomaly of slot ``c`` whose value is within
+    ``tolerance`` spreads of ``x`` (0: none)."""
+    best = 0.0
+    reach = tolerance * spread(st, c)
+    for j in range(conf.shape[1]):
+        e = conf[c, j, CONF_EVIDENCE]
+        if e > best and abs(x - conf[c, j, CONF_VALUE]) <= reach:
+            best = e
+    return best
+
+
+@jit
+def reading_evidence(st, hist, trans, weight, conf, slots, values, n, params, a, ev, learn):
     """The reading's evidence: the largest weighted kind evidence over its channels,
     less ``log10`` of the number of tests made (Bonferroni: kinds on times warm
-    channels), at least 0; and the slot that gave it (-1: none). ``ev[i * N_KINDS + k]``
-    gets channel i's unweighted evidence of kind k (what feedback learns from). A slot
-    of -1 (a channel the detector does not know) adds nothing. With ``learn`` each
-    value is then folded into its channel's statistics."""
+    channels), at least 0, or the evidence of a confirmed anomaly a value matches, if
+    larger; and the slot that gave it (-1: none). ``ev[i * EV_ROW:(i + 1) * EV_ROW]``
+    gets channel i's row (unweighted evidence per kind, confirmed evidence, value:
+    what feedback learns from). A slot of -1 (a channel the detector does not know)
+    adds nothing. With ``learn`` each value is then folded into its channel's
+    statistics."""
     best = 0.0
     top = -1
     warm = 0
+    confirmed = 0.0
+    confirmed_top = -1
     for i in range(n):
         c = slots[i]
-        row = ev[i * N_KINDS:(i + 1) * N_KINDS]
+        row = ev[i * EV_ROW:(i + 1) * EV_ROW]
+        row[:] = 0.0
+        row[EV_VALUE] = values[i]
         if c < 0:
-            row[:] = 0.0
             continue
-        if channel_evidence(st, hist, trans, c, values[i], params, a, row):
+        if channel_evidence(st, hist, trans, c, values[i], params, a, row[:N_KINDS]):
             warm += 1
             for k in range(N_KINDS):
                 e = weight[c, k] * row[k]
                 if e > best:
                     best = e
                     top = c
+            row[EV_CONFIRMED] = confirmed_evidence(conf, st, c, values[i], params[P_CONFTOL])
+            if row[EV_CONFIRMED] > confirmed:
+                confirmed = row[EV_CONFIRMED]
+                confirmed_top = c
         if learn:
             learn_value(st, hist, trans, c, values[i], a, params)
     tests = warm * n_kinds_on(params)
     if tests > 1:
         best -= math.log10(tests)
+    if confirmed > best:
+        return confirmed, confirmed_top
     return max(best, 0.0), top
 
 
@@ -270,39 +309,58 @@ def alarm_step(evidence, ctl, q):
 
 
 @jit
-def feedback(weight, slots, ev, n, real, threshold, tests_log, shrink):
-    """Learn an operator's answer about a reading whose unweighted evidence was ``ev``:
-    a false alarm scales every (channel, kind) weight that alone would alarm down to
-    ``shrink`` times the weight at which it would not (the same pattern stops
-    alarming; stronger evidence still does); a real one raises the weight of the
-    (channel, kind) that gave the most evidence to at least 1 (it keeps alarming)."""
+def feedback(weight, conf, st, slots, ev, n, real, threshold, tests_log, shrink, tolerance):
+    """Learn an operator's answer about a reading whose decision kept the rows ``ev``.
+
+    A false alarm scales every (channel, kind) weight whose evidence alone would alarm
+    (reach ``threshold + tests_log``) down to ``shrink`` times the weight at which it
+    would not, and forgets the confirmed anomalies its values match: the same pattern
+    stops alarming, stronger evidence of the same kind still does. A real one raises
+    the weight of the (channel, kind) that gave the most evidence to at least 1 and
+    remembers that channel's value as a confirmed anomaly, with evidence at least the
+    limit, in place of the weakest one remembered: the same value alarms again."""
+    limit = threshold + tests_log
     if real:
         best = -1.0
         bi = -1
         bk = -1
         for i in range(n):
+            if slots[i] < 0:
+                continue
             for k in range(N_KINDS):
-                if slots[i] >= 0 and weight[slots[i], k] * ev[i * N_KINDS + k] > best:
-                    best = weight[slots[i], k] * ev[i * N_KINDS + k]
+                e = weight[slots[i], k] * ev[i * EV_ROW + k]
+                if e > best:
+                    best = e
                     bi = i
                     bk = k
-        if bi >= 0:
-            weight[slots[bi], bk] = max(weight[slots[bi], bk], 1.0)
+        if bi < 0:
+            return
+        c = slots[bi]
+        weight[c, bk] = max(weight[c, bk], 1.0)
+        weakest = 0
+        for j in range(conf.shape[1]):
+            if conf[c, j, CONF_EVIDENCE] < conf[c, weakest, CONF_EVIDENCE]:
+                weakest = j
+        conf[c, weakest, CONF_VALUE] = ev[bi * EV_ROW + EV_VALUE]
+        conf[c, weakest, CONF_EVIDENCE] = max(best, ev[bi * EV_ROW + EV_CONFIRMED], limit)
         return
-    limit = threshold + tests_log
     for i in range(n):
         c = slots[i]
         if c < 0:
             continue
         for k in range(N_KINDS):
-            e = ev[i * N_KINDS + k]
+            e = ev[i * EV_ROW + k]
             if e > 0.0 and weight[c, k] * e >= limit:
                 weight[c, k] = shrink * limit / e
+        reach = tolerance * spread(st, c)
+        for j in range(conf.shape[1]):
+            if abs(ev[i * EV_ROW + EV_VALUE] - conf[c, j, CONF_VALUE]) <= reach:
+                conf[c, j, CONF_EVIDENCE] = 0.0
 
 
 @jit
 def run_rows(X, col_slot, count, mean, var, last_seen, counters, forget, eps, z_max,
-             st, hist, trans, weight, ctl, params, q, scores, alarms, asks, tops):
+             st, hist, trans, weight, conf, ctl, params, q, scores, alarms, asks, tops):
     """The dict path's ``decide_one`` over every row of X (NaN: missing), the columns
     already holding slots ``col_slot``: channel-space statistics, evidence, score,
     alarm and label request per row, learning each row (no answers)."""
@@ -310,7 +368,7 @@ def run_rows(X, col_slot, count, mean, var, last_seen, counters, forget, eps, z_
     slots = np.empty(d, dtype=np.int32)
     vals = np.empty(d, dtype=np.float64)
     a = np.empty(N_KINDS)
-    ev = np.empty(d * N_KINDS)
+    ev = np.empty(d * EV_ROW)
     for r in range(X.shape[0]):
         k = 0
         for j in range(d):
@@ -321,7 +379,7 @@ def run_rows(X, col_slot, count, mean, var, last_seen, counters, forget, eps, z_
                 k += 1
         observe_raw(slots, vals, k, count, mean, var, last_seen, counters[0], forget, eps, z_max)
         counters[0] += 1
-        e, top = reading_evidence(st, hist, trans, weight, slots, vals, k, params, a, ev, True)
+        e, top = reading_evidence(st, hist, trans, weight, conf, slots, vals, k, params, a, ev, True)
         alarm, ask = alarm_step(e, ctl, q)
         scores[r] = score_of(e, q[Q_SCALE])
         alarms[r] = alarm

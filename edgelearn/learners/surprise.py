@@ -16,6 +16,8 @@ _HIST_BINS = 32
 _HIST_BIN_WIDTH = 0.5
 #: Weight of the prior tail exp(-a) in each tail probability.
 _PRIOR = 1.0
+#: Confirmed anomalies remembered per channel.
+_CONFIRMED = 4
 
 
 def _rate(half_life: float) -> float:
@@ -125,12 +127,18 @@ class SurpriseDetector(Learner):
     alarm scales down every (channel, kind) weight whose evidence alone would
     alarm, to ``false_alarm_shrink`` of the weight at which it would not, so the
     same pattern stops alarming while stronger evidence of the same kind still
-    does; a confirmed anomaly raises the weight of its strongest (channel, kind)
-    to at least 1, so it keeps alarming.
+    does, and it forgets the confirmed anomalies the reading matched. A confirmed
+    anomaly raises the weight of its strongest (channel, kind) to at least 1 and is
+    remembered (each channel keeps its 4 strongest confirmed values): a later value
+    within ``confirm_tolerance`` spreads of it gets at least the evidence that
+    alarms, so the same pattern keeps alarming after the statistics have absorbed
+    it. (Das et al. raise a confirmed anomaly's score through the weights alone; a
+    forgetting detector needs the memory, or a repeat is soon ordinary.)
 
     **Memory** (fixed at construction): per channel slot ``8 * (11 + 6 (1 + 32) +
-    n_bins^2)`` bytes (statistics, per-kind weights and histograms, the context
-    table), plus the channel space; 64 slots and 8 bins: 139,264 + the space's.
+    n_bins^2 + 4 * 2)`` bytes (statistics, per-kind weights and histograms, the
+    context table, the confirmed anomalies), plus 29 numbers, the label table and
+    the channel space; 64 slots and 8 bins: 143,872 + 232 + 128 + the space's.
 
     Defaults were chosen on NAB (``tools/results_nab.py`` says what was tuned on what).
 
@@ -168,6 +176,7 @@ class SurpriseDetector(Learner):
         "label_rate": Interval(float, 0, 1),
         "max_tokens": Interval(float, 1, None),
         "false_alarm_shrink": Interval(float, 0, 1, closed="neither"),
+        "confirm_tolerance": Interval(float, 0, None),
         "n_top": Interval(int, 1, None),
         "capacity": Interval(int, 1, None),
         "evict_after": Interval(int, 1, None),
@@ -191,6 +200,7 @@ class SurpriseDetector(Learner):
         label_rate: float = 0.01,
         max_tokens: float = 3.0,
         false_alarm_shrink: float = 0.9,
+        confirm_tolerance: float = 0.5,
         n_top: int = 3,
         capacity: int = 64,
         evict_after: int = 1000,
@@ -203,15 +213,17 @@ class SurpriseDetector(Learner):
         self.hist = np.zeros((cap, K.N_KINDS, _HIST_BINS))
         self.trans = np.zeros((cap, self.n_bins, self.n_bins))
         self.weight = np.ones((cap, K.N_KINDS))
+        self.conf = np.zeros((cap, _CONFIRMED, 2))
         self.ctl = np.zeros(K.N_CONTROL)
         self.ctl[K.C_THRESHOLD] = self._evidence_of(self.alarm_threshold)
         self.ctl[K.C_TOKENS] = 1.0
         self._params = np.zeros(K.N_PARAMS)
         self._params[[K.P_SLOW, K.P_FASTR, K.P_HIST, K.P_WARMUP, K.P_PRIOR, K.P_BINW, K.P_TRANS,
-                      K.P_NBINS, K.P_KINDS, K.P_RANGE]] = [
+                      K.P_NBINS, K.P_KINDS, K.P_RANGE, K.P_CONFTOL]] = [
             _rate(self.half_life), _rate(self.fast_half_life), _rate(self.calibration_half_life),
             self.warmup, _PRIOR, _HIST_BIN_WIDTH, _rate(self.context_half_life), self.n_bins,
             sum(1 << K.KINDS.index(name) for name in self.evidence), self.range_scale,
+            self.confirm_tolerance,
         ]
         self._q = np.zeros(K.N_QPARAMS)
         self._q[[K.Q_SCALE, K.Q_EPISODE, K.Q_TARGET, K.Q_GAIN, K.Q_LABELS, K.Q_TOKENS]] = [
@@ -220,7 +232,7 @@ class SurpriseDetector(Learner):
         ]
         self._a = np.zeros(K.N_KINDS)
 
-    _LEARNED = ("st", "hist", "trans", "weight", "ctl")
+    _LEARNED = ("st", "hist", "trans", "weight", "conf", "ctl")
 
     # -- what the task is -----------------------------------------------------------
 
@@ -254,9 +266,9 @@ class SurpriseDetector(Learner):
     # -- scoring ------------------------------------------------------------------------
 
     def _evidence(self, slots, values, learn: bool) -> tuple[float, int, np.ndarray]:
-        ev = np.zeros(len(slots) * K.N_KINDS)
-        e, top = K.reading_evidence(self.st, self.hist, self.trans, self.weight, slots, values,
-                                    len(slots), self._params, self._a, ev, learn)
+        ev = np.zeros(len(slots) * K.EV_ROW)
+        e, top = K.reading_evidence(self.st, self.hist, self.trans, self.weight, self.conf, slots,
+                                    values, len(slots), self._params, self._a, ev, learn)
         return float(e), int(top), ev
 
     def _top(self, slots, ev) -> tuple:
@@ -264,9 +276,10 @@ class SurpriseDetector(Learner):
         in ten), strongest first."""
         if not len(slots):
             return ()
-        per = ev.reshape(len(slots), K.N_KINDS)
+        per = ev.reshape(len(slots), K.EV_ROW)
         known = slots >= 0
-        strength = np.where(known[:, None], per * self.weight[np.where(known, slots, 0)], 0.0).max(axis=1)
+        weighted = per[:, :K.N_KINDS] * self.weight[np.where(known, slots, 0)]
+        strength = np.where(known, np.maximum(weighted.max(axis=1), per[:, K.EV_CONFIRMED]), 0.0)
         order = np.argsort(-strength, kind="stable")[: self.n_top]
         return tuple(self.channels.name_of(int(slots[i])) for i in order if strength[i] >= 1.0)
 
@@ -298,9 +311,10 @@ class SurpriseDetector(Learner):
         real = self._answer(y)
         # The reading's tests, at most: its known channels times the kinds on.
         tests = int(np.sum(np.asarray(slots) >= 0)) * len(self.evidence)
-        K.feedback(self.weight, np.asarray(slots, dtype=np.int32), np.asarray(z, dtype=np.float64),
-                   len(slots), real, float(self.ctl[K.C_THRESHOLD]),
-                   math.log10(tests) if tests > 1 else 0.0, self.false_alarm_shrink)
+        K.feedback(self.weight, self.conf, self.st, np.asarray(slots, dtype=np.int32),
+                   np.asarray(z, dtype=np.float64), len(slots), real, float(self.ctl[K.C_THRESHOLD]),
+                   math.log10(tests) if tests > 1 else 0.0, self.false_alarm_shrink,
+                   self.confirm_tolerance)
 
     def _answer(self, y) -> bool:
         if isinstance(y, (bool, np.bool_)):
@@ -335,6 +349,7 @@ class SurpriseDetector(Learner):
         self.hist[slot] = 0.0
         self.trans[slot] = 0.0
         self.weight[slot] = 1.0
+        self.conf[slot] = 0.0
 
     # -- arrays -------------------------------------------------------------------------------
 
@@ -364,7 +379,7 @@ class SurpriseDetector(Learner):
                "ask": np.empty(n, np.bool_), "top": np.empty(n, np.int64)}
         K.run_rows(X, col_slot, space.count, space.mean, space.var, space.last_seen, counters,
                    space.forget, space.eps, space.z_max, self.st, self.hist, self.trans,
-                   self.weight, self.ctl, self._params, self._q,
+                   self.weight, self.conf, self.ctl, self._params, self._q,
                    out["score"], out["alarm"], out["ask"], out["top"])
         space.take_column_map(columns, slot_col, changed, counters)
         return out
