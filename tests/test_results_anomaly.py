@@ -25,8 +25,8 @@ def test_results_faults_runs_on_a_short_stream(tmp_path):
     page = out.read_text()
     parts = sections(page)
     assert "River HalfSpaceTrees at its best threshold in hindsight" in parts["Aims"]
-    assert "| SurpriseDetector (defaults) |" in parts["Dropouts only"]
-    assert "| River HalfSpaceTrees |" in parts["Dropouts and 10% of readings missing at random"]
+    assert "| SurpriseDetector (defaults) |" in parts["occupancy: dropouts only"]
+    assert "| River HalfSpaceTrees |" in parts["room_occupancy: dropouts and 10% of readings missing at random"]
 
 
 def test_fault_injection_marks_what_it_changes():
