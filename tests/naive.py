@@ -1094,18 +1094,24 @@ def surprise_spread(ch):
     return ch["dev"] * math.sqrt(math.pi / 2) + 1e-12
 
 
+def surprise_fisher(total, k):
+    """-log10 of the chi-squared (2k degrees of freedom) survival at 2 ln(10) total:
+    Fisher's combination of k p-values whose -log10 sum to total."""
+    h = math.log(10) * total
+    return total - math.log10(sum(h ** i / math.factorial(i) for i in range(k)))
+
+
 def surprise_reading(channels, hists, transs, weights, confirmed, slots, values, p, learn):
     """A reading's evidence: per channel and kind -log10 of the tail probability (0
-    while the channel has fewer than warmup + 1 readings, and for kinds off); the
-    best weighted one less log10(warm channels x kinds on), at least 0, unless a warm
-    channel's value is within conf_tol spreads of one of its confirmed anomalies
-    ``confirmed[c]`` (pairs of value, evidence) with more evidence; the slot that gave
-    it; per channel the row [evidence per kind..., confirmed evidence, value]; and,
-    with learn, the channels after learning their values."""
+    while the channel has fewer than warmup + 1 readings, and for kinds off); per warm
+    channel Fisher's combination of its weighted kinds, or the evidence of a
+    confirmed anomaly ``confirmed[c]`` (pairs of value, evidence) within conf_tol
+    spreads of its value if larger; the best channel's less log10(warm channels), at
+    least 0; the slot that gave it; per channel the row [evidence per kind...,
+    confirmed evidence, value]; and, with learn, the channels after learning."""
     channels, hists, transs = dict(channels), dict(hists), dict(transs)
     kinds_on = [k for k in range(6) if k in p["kinds"]]
     best, top, warm, rows = 0.0, -1, 0, []
-    conf_best, conf_top = 0.0, -1
     for c, x in zip(slots, values):
         a = surprise_kinds(channels[c], transs[c], x, p)
         row = [0.0] * 6 + [0.0, x]
@@ -1114,20 +1120,16 @@ def surprise_reading(channels, hists, transs, weights, confirmed, slots, values,
             for k in kinds_on:
                 tail = surprise_tail(hists[c][k], a[k], p["bin_width"], p["prior"])
                 row[k] = -math.log10(max(tail, 1e-300))
-                if weights[c][k] * row[k] > best:
-                    best, top = weights[c][k] * row[k], c
             reach = p["conf_tol"] * surprise_spread(channels[c])
             row[6] = max([e for v, e in confirmed[c] if e > 0 and abs(x - v) <= reach], default=0.0)
-            if row[6] > conf_best:
-                conf_best, conf_top = row[6], c
+            e = max(surprise_fisher(sum(weights[c][k] * row[k] for k in range(6)), len(kinds_on)), row[6])
+            if e > best:
+                best, top = e, c
         rows.append(row)
         if learn:
             channels[c], hists[c], transs[c] = surprise_learn(channels[c], hists[c], transs[c], x, a, p)
-    tests = warm * len(kinds_on)
-    if tests > 1:
-        best -= math.log10(tests)
-    if conf_best > best:
-        return conf_best, conf_top, rows, channels, hists, transs
+    if warm > 1:
+        best -= math.log10(warm)
     return max(best, 0.0), top, rows, channels, hists, transs
 
 
@@ -1150,34 +1152,43 @@ def surprise_alarm(evidence, ctl, q):
     return alarm, ask, [threshold, episode, tokens, readings + 1, alarms + float(alarm), asked]
 
 
-def surprise_feedback(weights, confirmed, spreads, slots, rows, real, threshold, tests_log,
-                      shrink, tolerance):
-    """Learn an answer (copies returned). Real: the strongest weighted (channel, kind)
-    gets weight at least 1, and its channel remembers [value, max(that evidence, the
-    row's confirmed evidence, threshold + tests_log)] in place of its weakest
-    confirmed entry (the first of equals). False: every weight whose weighted evidence
-    reaches threshold + tests_log becomes shrink * (threshold + tests_log) / evidence,
-    and confirmed entries within tolerance * spread of the value are emptied."""
+def surprise_feedback(weights, confirmed, spreads, slots, rows, real, threshold, channels_log,
+                      shrink, tolerance, k):
+    """Learn an answer (copies returned); limit = threshold + channels_log. Real: the
+    channel whose weighted kinds combine (Fisher, k kinds) to the most gets every
+    kind weight at least 1, and remembers [value, max(that evidence, the row's
+    confirmed evidence, limit)] in place of its weakest confirmed entry (the first of
+    equals). False: each channel whose weighted kinds combine to at least the limit
+    has its weights scaled so that they would combine to shrink * limit, and its
+    confirmed entries within tolerance * spread of the value are emptied."""
     weights = {c: list(w) for c, w in weights.items()}
     confirmed = {c: [list(e) for e in v] for c, v in confirmed.items()}
-    limit = threshold + tests_log
+    limit = threshold + channels_log
+
+    def total(c, row):
+        return sum(weights[c][i] * row[i] for i in range(6))
+
     if real:
         best, where = -1.0, None
         for i, (c, row) in enumerate(zip(slots, rows)):
-            for k in range(6):
-                if weights[c][k] * row[k] > best:
-                    best, where = weights[c][k] * row[k], (i, c, k)
+            e = surprise_fisher(total(c, row), k)
+            if e > best:
+                best, where = e, (i, c)
         if where is not None:
-            i, c, k = where
-            weights[c][k] = max(weights[c][k], 1.0)
+            i, c = where
+            weights[c] = [max(w, 1.0) for w in weights[c]]
             evidences = [e for _, e in confirmed[c]]
             weakest = evidences.index(min(evidences))
             confirmed[c][weakest] = [rows[i][7], max(best, rows[i][6], limit)]
         return weights, confirmed
+    lo, hi = shrink * limit, shrink * limit + 100.0
+    for _ in range(200):  # the sum whose combination is shrink * limit
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if surprise_fisher(mid, k) < shrink * limit else (lo, mid)
     for c, row in zip(slots, rows):
-        for k in range(6):
-            if row[k] > 0 and weights[c][k] * row[k] >= limit:
-                weights[c][k] = shrink * limit / row[k]
+        s = total(c, row)
+        if surprise_fisher(s, k) >= limit:
+            weights[c] = [w * hi / s for w in weights[c]]
         for entry in confirmed[c]:
             if abs(row[7] - entry[0]) <= tolerance * spreads[c]:
                 entry[1] = 0.0

@@ -206,6 +206,41 @@ def n_kinds_on(params):
     return n
 
 
+_LN10 = math.log(10.0)
+
+
+@jit
+def fisher(total, k):
+    """Fisher's combination of ``k`` independent p-values whose ``-log10`` sum to
+    ``total``: ``-log10`` of P(chi2 with 2k degrees of freedom >= 2 ln(10) total),
+    which is ``total - log10(sum_{i<k} h^i / i!)`` with ``h = ln(10) total``;
+    increasing in ``total``, and ``total`` itself for ``k = 1``."""
+    h = _LN10 * total
+    term = 1.0
+    poly = 0.0
+    for i in range(k):
+        poly += term
+        term *= h / (i + 1)
+    return total - math.log10(poly)
+
+
+@jit
+def fisher_inverse(target, k):
+    """The sum of ``-log10`` p-values whose Fisher combination (``k`` of them) is
+    ``target`` (bisection; ``fisher(s, k) <= s``, so it is at least ``target``)."""
+    lo = target
+    hi = target + 1.0
+    while fisher(hi, k) < target:
+        hi = target + 2.0 * (hi - target)
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if fisher(mid, k) < target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 @jit
 def spread(st, c):
     """A channel's typical spread: its mean absolute deviation times sqrt(pi/2)."""
@@ -226,20 +261,28 @@ def confirmed_evidence(conf, st, c, x, tolerance):
 
 
 @jit
+def combined(weight, c, row, k_on):
+    """A channel's evidence: Fisher's combination of its kinds' weighted evidence."""
+    total = 0.0
+    for k in range(N_KINDS):
+        total += weight[c, k] * row[k]
+    return fisher(total, k_on)
+
+
+@jit
 def reading_evidence(st, hist, trans, weight, conf, slots, values, n, params, a, ev, learn):
-    """The reading's evidence: the largest weighted kind evidence over its channels,
-    less ``log10`` of the number of tests made (Bonferroni: kinds on times warm
-    channels), at least 0, or the evidence of a confirmed anomaly a value matches, if
-    larger; and the slot that gave it (-1: none). ``ev[i * EV_ROW:(i + 1) * EV_ROW]``
-    gets channel i's row (unweighted evidence per kind, confirmed evidence, value:
-    what feedback learns from). A slot of -1 (a channel the detector does not know)
-    adds nothing. With ``learn`` each value is then folded into its channel's
-    statistics."""
+    """The reading's evidence: per warm channel, Fisher's combination of its kinds'
+    weighted evidence, or the evidence of a confirmed anomaly its value matches if
+    larger; the largest over channels, less ``log10`` of the number of warm channels
+    (Bonferroni), at least 0; and the slot that gave it (-1: none).
+    ``ev[i * EV_ROW:(i + 1) * EV_ROW]`` gets channel i's row (unweighted evidence per
+    kind, confirmed evidence, value: what feedback learns from). A slot of -1 (a
+    channel the detector does not know) adds nothing. With ``learn`` each value is
+    then folded into its channel's statistics."""
     best = 0.0
     top = -1
     warm = 0
-    confirmed = 0.0
-    confirmed_top = -1
+    k_on = n_kinds_on(params)
     for i in range(n):
         c = slots[i]
         row = ev[i * EV_ROW:(i + 1) * EV_ROW]
@@ -249,22 +292,15 @@ def reading_evidence(st, hist, trans, weight, conf, slots, values, n, params, a,
             continue
         if channel_evidence(st, hist, trans, c, values[i], params, a, row[:N_KINDS]):
             warm += 1
-            for k in range(N_KINDS):
-                e = weight[c, k] * row[k]
-                if e > best:
-                    best = e
-                    top = c
             row[EV_CONFIRMED] = confirmed_evidence(conf, st, c, values[i], params[P_CONFTOL])
-            if row[EV_CONFIRMED] > confirmed:
-                confirmed = row[EV_CONFIRMED]
-                confirmed_top = c
+            e = max(combined(weight, c, row, k_on), row[EV_CONFIRMED])
+            if e > best:
+                best = e
+                top = c
         if learn:
             learn_value(st, hist, trans, c, values[i], a, params)
-    tests = warm * n_kinds_on(params)
-    if tests > 1:
-        best -= math.log10(tests)
-    if confirmed > best:
-        return confirmed, confirmed_top
+    if warm > 1:
+        best -= math.log10(warm)
     return max(best, 0.0), top
 
 
@@ -309,34 +345,33 @@ def alarm_step(evidence, ctl, q):
 
 
 @jit
-def feedback(weight, conf, st, slots, ev, n, real, threshold, tests_log, shrink, tolerance):
-    """Learn an operator's answer about a reading whose decision kept the rows ``ev``.
+def feedback(weight, conf, st, slots, ev, n, real, threshold, channels_log, shrink, tolerance, k_on):
+    """Learn an operator's answer about a reading whose decision kept the rows ``ev``;
+    ``limit = threshold + channels_log`` is the evidence one channel needs to alarm.
 
-    A false alarm scales every (channel, kind) weight whose evidence alone would alarm
-    (reach ``threshold + tests_log``) down to ``shrink`` times the weight at which it
-    would not, and forgets the confirmed anomalies its values match: the same pattern
-    stops alarming, stronger evidence of the same kind still does. A real one raises
-    the weight of the (channel, kind) that gave the most evidence to at least 1 and
-    remembers that channel's value as a confirmed anomaly, with evidence at least the
-    limit, in place of the weakest one remembered: the same value alarms again."""
-    limit = threshold + tests_log
+    A false alarm scales the kind weights of every channel whose combined evidence
+    reaches the limit by one factor, so that it would combine to ``shrink`` times the
+    limit, and forgets the confirmed anomalies its values match: the same pattern
+    stops alarming, stronger evidence still does. A real one raises the kind weights
+    of the channel with the most evidence to at least 1 and remembers its value as a
+    confirmed anomaly, with evidence at least the limit, in place of the weakest one
+    remembered: the same value alarms again."""
+    limit = threshold + channels_log
     if real:
         best = -1.0
         bi = -1
-        bk = -1
         for i in range(n):
             if slots[i] < 0:
                 continue
-            for k in range(N_KINDS):
-                e = weight[slots[i], k] * ev[i * EV_ROW + k]
-                if e > best:
-                    best = e
-                    bi = i
-                    bk = k
+            e = combined(weight, slots[i], ev[i * EV_ROW:(i + 1) * EV_ROW], k_on)
+            if e > best:
+                best = e
+                bi = i
         if bi < 0:
             return
         c = slots[bi]
-        weight[c, bk] = max(weight[c, bk], 1.0)
+        for k in range(N_KINDS):
+            weight[c, k] = max(weight[c, k], 1.0)
         weakest = 0
         for j in range(conf.shape[1]):
             if conf[c, j, CONF_EVIDENCE] < conf[c, weakest, CONF_EVIDENCE]:
@@ -344,17 +379,21 @@ def feedback(weight, conf, st, slots, ev, n, real, threshold, tests_log, shrink,
         conf[c, weakest, CONF_VALUE] = ev[bi * EV_ROW + EV_VALUE]
         conf[c, weakest, CONF_EVIDENCE] = max(best, ev[bi * EV_ROW + EV_CONFIRMED], limit)
         return
+    target = fisher_inverse(shrink * limit, k_on)
     for i in range(n):
         c = slots[i]
         if c < 0:
             continue
-        for k in range(N_KINDS):
-            e = ev[i * EV_ROW + k]
-            if e > 0.0 and weight[c, k] * e >= limit:
-                weight[c, k] = shrink * limit / e
+        row = ev[i * EV_ROW:(i + 1) * EV_ROW]
+        if combined(weight, c, row, k_on) >= limit:
+            total = 0.0
+            for k in range(N_KINDS):
+                total += weight[c, k] * row[k]
+            for k in range(N_KINDS):
+                weight[c, k] *= target / total
         reach = tolerance * spread(st, c)
         for j in range(conf.shape[1]):
-            if abs(ev[i * EV_ROW + EV_VALUE] - conf[c, j, CONF_VALUE]) <= reach:
+            if abs(row[EV_VALUE] - conf[c, j, CONF_VALUE]) <= reach:
                 conf[c, j, CONF_EVIDENCE] = 0.0
 
 
