@@ -24,7 +24,10 @@ def test_results_faults_runs_on_a_short_stream(tmp_path):
                       "--out", str(out)]) == 0
     page = out.read_text()
     parts = sections(page)
-    assert "River HalfSpaceTrees at its best threshold in hindsight" in parts["Aims"]
+    assert "Held out (Statlog Shuttle): own alarms against River HalfSpaceTrees" in parts["Aims"]
+    held_out = parts["Held out: Statlog Shuttle (river.datasets.Shuttle)"]
+    assert "| SurpriseDetector (defaults) | 10% missing |" in held_out
+    assert "| River HalfSpaceTrees | as is |" in held_out
     assert "| SurpriseDetector (defaults) |" in parts["occupancy: dropouts only"]
     assert "| River HalfSpaceTrees |" in parts["room_occupancy: dropouts and 10% of readings missing at random"]
 

@@ -31,6 +31,14 @@ Each detector is run with its own alarms (ours: its alarm rule at the defaults;
 River's: ``QuantileFilter(q=0.999)``) and, for reference, at the threshold on its
 score that gives the best F1 in hindsight.
 
+The held-out benchmark: Statlog (Shuttle) as River ships it (``river.datasets.Shuttle``,
+the ODDS anomaly version: 49,097 readings of 9 sensors of NASA's space shuttle, 7.2%
+anomalies, the rare classes), which nothing in the project was tuned on; the
+benchmark Tan, Ting and Liu evaluated streaming half-space trees on (IJCAI 2011).
+Each reading is labelled, so it is scored per reading: F1 of the alarms against the
+anomalous readings, and each detector's F1 at its best threshold in hindsight; once
+as it is and once with 10% of the readings missing at random.
+
 Run from the repository root::
 
     .venv/bin/python tools/results_faults.py                  # the page (a few minutes)
@@ -164,6 +172,46 @@ def run_all(X: np.ndarray, faults: list, columns: list, rivers: list) -> dict:
     return out
 
 
+def point_f1(alarms: np.ndarray, truth: np.ndarray) -> dict:
+    tp = int(np.sum(alarms & truth))
+    precision = tp / max(int(np.sum(alarms)), 1)
+    recall = tp / max(int(np.sum(truth)), 1)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "alarms": int(np.sum(alarms))}
+
+
+def point_best(scores: np.ndarray, truth: np.ndarray) -> dict:
+    """Per-reading scores at the threshold (of 400 quantiles) with the best F1."""
+    best = None
+    for t in np.unique(np.quantile(scores, np.linspace(0.5, 1.0, 400))):
+        r = point_f1(scores >= t, truth)
+        if best is None or r["f1"] > best["f1"]:
+            best = r
+    return best
+
+
+def shuttle(rivers: list, rows: int | None, seed: int = 0) -> dict:
+    """The held-out benchmark: own alarms and best threshold, as is and 10% missing."""
+    from river import datasets as river_datasets
+
+    X, truth = [], []
+    for x, y in river_datasets.Shuttle():
+        X.append([float(x[f"f{i}"]) for i in range(1, 10)])
+        truth.append(bool(y))
+    X, truth = np.array(X)[:rows], np.array(truth)[:rows]
+    columns = [f"f{i}" for i in range(1, 10)]
+    out = {}
+    for label, data in (("as is", X), ("10% missing", missing_at_random(X, 0.10, np.random.default_rng(seed)))):
+        scores, alarms, seconds = run_ours({}, data, columns)
+        out[("ours", label)] = {"own": point_f1(alarms, truth), "best": point_best(scores, truth),
+                                "us": seconds / len(data) * 1e6}
+        for r in rivers:
+            scores, alarms, seconds = run_river(r, rows_of(data, columns))
+            out[(r, label)] = {"own": point_f1(alarms, truth), "best": point_best(scores, truth),
+                               "us": seconds / len(data) * 1e6}
+    return out
+
+
 def mean(runs, det, harness, key):
     vals = [r[det][harness][key] for r in runs if r[det][harness][key] is not None]
     return float(np.mean(vals)) if vals else None
@@ -181,6 +229,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)))
     parser.add_argument("--data", default=",".join(DATA))
     parser.add_argument("--river", default=",".join(RIVER))
+    parser.add_argument("--no-shuttle", dest="shuttle", action="store_false",
+                        help="leave out the held-out benchmark (Statlog Shuttle)")
     args = parser.parse_args(argv)
     rivers = [r for r in args.river.split(",") if r]
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -200,12 +250,13 @@ def main(argv=None) -> int:
             runs_missing.append(run_all(missing_at_random(X, 0.10, rng), faults, columns, rivers))
             print(name, "seed", seed, {k: round(v["own"]["f1"], 3) for k, v in runs[-1].items()}, flush=True)
         results[name] = (runs, runs_missing, base.shape)
-    Path(args.out).write_text(render(args, seeds, rivers, results))
+    held_out = shuttle(rivers, args.rows) if args.shuttle else None
+    Path(args.out).write_text(render(args, seeds, rivers, results, held_out))
     print(f"wrote {args.out}")
     return 0
 
 
-def render(args, seeds, rivers, results) -> str:
+def render(args, seeds, rivers, results, held_out) -> str:
     command = "python tools/results_faults.py" + ("" if len(sys.argv) <= 1 else " " + shlex.join(sys.argv[1:]))
     names = {"ours": "SurpriseDetector (defaults)", **RIVER}
     dets = ["ours"] + rivers
@@ -230,15 +281,22 @@ def render(args, seeds, rivers, results) -> str:
     ]
     ours_own = mean(every, "ours", "own", "f1")
     ours_missing = mean(every_missing, "ours", "own", "f1")
+    if held_out is not None and ("hst", "as is") in held_out:
+        own = held_out[("ours", "as is")]["own"]["f1"]
+        hst_best = held_out[("hst", "as is")]["best"]["f1"]
+        lost = own - held_out[("ours", "10% missing")]["own"]["f1"]
+        lines.append(f"- Held out (Statlog Shuttle): own alarms against River HalfSpaceTrees at its best "
+                     f"threshold in hindsight, F1 **{own:.3f}** against {hst_best:.3f} "
+                     f"({'met' if own > hst_best else 'not met'}, {own - hst_best:+.3f}); with 10% of "
+                     f"readings missing at random own-alarm F1 changes by {-lost:+.3f} (aim: lose at most "
+                     f"{AIM_MISSING_LOSS}: {'met' if lost <= AIM_MISSING_LOSS else 'not met'}).")
     if "hst" in rivers:
         hst_best = mean(every, "hst", "best", "f1")
-        lines.append(f"- Own alarms beat River HalfSpaceTrees at its best threshold in hindsight "
-                     f"(F1): **{ours_own:.3f}** against {hst_best:.3f} "
-                     f"({'met' if ours_own > hst_best else 'not met'}, {ours_own - hst_best:+.3f}). "
-                     "This is the project's own data, not a benchmark held out from the project: "
-                     "that aim is not tested here (see below).")
+        lines.append(f"- Faults on the project's data: own alarms against River HalfSpaceTrees at its "
+                     f"best threshold in hindsight (F1): **{ours_own:.3f}** against {hst_best:.3f} "
+                     f"({'met' if ours_own > hst_best else 'not met'}, {ours_own - hst_best:+.3f}).")
     loss = ours_own - ours_missing
-    lines.append(f"- With 10% of readings missing at random, own-alarm F1 {ours_missing:.3f}: a loss of "
+    lines.append(f"- Faults, with 10% of readings missing at random: own-alarm F1 {ours_missing:.3f}, a loss of "
                  f"**{loss:.3f}** (aim at most {AIM_MISSING_LOSS}: {'met' if loss <= AIM_MISSING_LOSS else 'not met'}).")
     for det in rivers:
         lines.append(f"- Above {names[det]} with own alarms: {ours_own:.3f} against "
@@ -267,10 +325,24 @@ def render(args, seeds, rivers, results) -> str:
         cells = [fmt(float(np.nanmean([r[det]["own"]["by_kind"].get(k, np.nan) for r in every])), 2)
                  for k in KINDS]
         lines.append(f"| {names[det]} | " + " | ".join(cells) + " |")
-    lines += ["", "## Not done here", "",
-              "- A multivariate benchmark held out from the project (the issue's aim): none is in "
-              "the repository, and this page's data is the project's own. The comparison above is "
-              "run on it instead and says so.", ""]
+    if held_out is not None:
+        lines += ["", "## Held out: Statlog Shuttle (river.datasets.Shuttle)", "",
+                  "Per reading (7.2% anomalous). *Own alarms*: ours at its defaults, River's through "
+                  "`QuantileFilter(q=0.999)`; *best threshold*: the threshold on the score with the "
+                  "best F1, chosen with the labels (hindsight).", "",
+                  "| detector | data | own alarms: precision | recall | F1 | alarms | "
+                  "best threshold: precision | recall | F1 | CPU µs / reading |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for (det, label), r in held_out.items():
+            lines.append(f"| {names[det]} | {label} | " + " | ".join([
+                fmt(r["own"]["precision"]), fmt(r["own"]["recall"]), fmt(r["own"]["f1"]),
+                str(r["own"]["alarms"]), fmt(r["best"]["precision"]), fmt(r["best"]["recall"]),
+                fmt(r["best"]["f1"]), fmt(r["us"], 2)]) + " |")
+        lines += ["", "SurpriseDetector tests each channel on its own and combines p-values; Shuttle's "
+                  "anomalies are mostly readings whose channels are each ordinary but whose "
+                  "combination is rare, which a joint model (half-space trees) sees and it does not. "
+                  "At its default threshold (a p-value of 1e-5) it alarms on a few dozen of the 3,511 "
+                  "anomalous readings.", ""]
     return "\n".join(lines)
 
 
