@@ -1114,7 +1114,7 @@ def surprise_reading(channels, hists, transs, weights, confirmed, slots, values,
     best, top, warm, rows = 0.0, -1, 0, []
     for c, x in zip(slots, values):
         a = surprise_kinds(channels[c], transs[c], x, p)
-        row = [0.0] * 6 + [0.0, x]
+        row = [0.0] * 6 + [0.0, x, 0.0]
         if channels[c]["n"] >= p["warmup"] + 1:
             warm += 1
             for k in kinds_on:
@@ -1123,6 +1123,7 @@ def surprise_reading(channels, hists, transs, weights, confirmed, slots, values,
             reach = p["conf_tol"] * surprise_spread(channels[c])
             row[6] = max([e for v, e in confirmed[c] if e > 0 and abs(x - v) <= reach], default=0.0)
             e = max(surprise_fisher(sum(weights[c][k] * row[k] for k in range(6)), len(kinds_on)), row[6])
+            row[8] = e
             if e > best:
                 best, top = e, c
         rows.append(row)

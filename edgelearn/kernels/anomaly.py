@@ -41,10 +41,12 @@ KINDS = ("level", "change", "shift", "context", "stuck", "range")
 N_KINDS = len(KINDS)
 
 # A decision keeps, per channel, a row of EV_ROW numbers: the evidence of each kind
-# (unweighted), the evidence of a confirmed pattern it matched, and the raw value.
+# (unweighted), the evidence of a confirmed pattern it matched, the raw value, and the
+# channel's evidence (its weighted kinds combined, or the confirmed evidence if larger).
 EV_CONFIRMED = N_KINDS
 EV_VALUE = N_KINDS + 1
-EV_ROW = N_KINDS + 2
+EV_STRENGTH = N_KINDS + 2
+EV_ROW = N_KINDS + 3
 
 # conf[c, j] = (value, evidence): a confirmed anomaly of channel c (evidence 0: empty).
 CONF_VALUE, CONF_EVIDENCE = 0, 1
@@ -276,7 +278,8 @@ def reading_evidence(st, hist, trans, weight, conf, slots, values, n, params, a,
     larger; the largest over channels, less ``log10`` of the number of warm channels
     (Bonferroni), at least 0; and the slot that gave it (-1: none).
     ``ev[i * EV_ROW:(i + 1) * EV_ROW]`` gets channel i's row (unweighted evidence per
-    kind, confirmed evidence, value: what feedback learns from). A slot of -1 (a
+    kind, confirmed evidence, value: what feedback learns from; and the channel's
+    evidence). A slot of -1 (a
     channel the detector does not know) adds nothing. With ``learn`` each value is
     then folded into its channel's statistics."""
     best = 0.0
@@ -294,6 +297,7 @@ def reading_evidence(st, hist, trans, weight, conf, slots, values, n, params, a,
             warm += 1
             row[EV_CONFIRMED] = confirmed_evidence(conf, st, c, values[i], params[P_CONFTOL])
             e = max(combined(weight, c, row, k_on), row[EV_CONFIRMED])
+            row[EV_STRENGTH] = e
             if e > best:
                 best = e
                 top = c
@@ -398,6 +402,15 @@ def feedback(weight, conf, st, slots, ev, n, real, threshold, channels_log, shri
 
 
 @jit
+def decide_step(st, hist, trans, weight, conf, ctl, slots, values, n, params, q, a, ev):
+    """``decide_one``'s work in one call: the reading's evidence (learning it), its
+    alarm and label request, and its score; returns ``(score, alarm, ask)``."""
+    e, _ = reading_evidence(st, hist, trans, weight, conf, slots, values, n, params, a, ev, True)
+    alarm, ask = alarm_step(e, ctl, q)
+    return score_of(e, q[Q_SCALE]), alarm, ask
+
+
+@jit
 def run_rows(X, col_slot, count, mean, var, last_seen, counters, forget, eps, z_max,
              st, hist, trans, weight, conf, ctl, params, q, scores, alarms, asks, tops):
     """The dict path's ``decide_one`` over every row of X (NaN: missing), the columns
@@ -418,12 +431,14 @@ def run_rows(X, col_slot, count, mean, var, last_seen, counters, forget, eps, z_
                 k += 1
         observe_raw(slots, vals, k, count, mean, var, last_seen, counters[0], forget, eps, z_max)
         counters[0] += 1
-        e, top = reading_evidence(st, hist, trans, weight, conf, slots, vals, k, params, a, ev, True)
-        alarm, ask = alarm_step(e, ctl, q)
-        scores[r] = score_of(e, q[Q_SCALE])
-        alarms[r] = alarm
-        asks[r] = ask
-        tops[r] = top
+        scores[r], alarms[r], asks[r] = decide_step(st, hist, trans, weight, conf, ctl, slots, vals,
+                                                    k, params, q, a, ev)
+        best = 0.0
+        tops[r] = -1
+        for i in range(k):
+            if ev[i * EV_ROW + EV_STRENGTH] > best:
+                best = ev[i * EV_ROW + EV_STRENGTH]
+                tops[r] = slots[i]
 
 
 @jit

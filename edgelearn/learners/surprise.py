@@ -272,22 +272,17 @@ class SurpriseDetector(Learner):
     # -- scoring ------------------------------------------------------------------------
 
     def _evidence(self, slots, values, learn: bool) -> tuple[float, int, np.ndarray]:
-        ev = np.zeros(len(slots) * K.EV_ROW)
+        ev = np.empty(len(slots) * K.EV_ROW)
         e, top = K.reading_evidence(self.st, self.hist, self.trans, self.weight, self.conf, slots,
                                     values, len(slots), self._params, self._a, ev, learn)
         return float(e), int(top), ev
 
     def _top(self, slots, ev) -> tuple:
-        """Names of the channels whose weighted evidence is largest (at least 1: one
-        in ten), strongest first."""
-        if not len(slots):
+        """Names of the channels whose evidence is largest (at least 1: a p-value of
+        one in ten), strongest first."""
+        strength = ev[K.EV_STRENGTH::K.EV_ROW]
+        if not len(strength) or strength.max() < 1.0:
             return ()
-        per = ev.reshape(len(slots), K.EV_ROW)
-        strength = np.zeros(len(slots))
-        for i, c in enumerate(slots):
-            if c >= 0:
-                strength[i] = max(K.combined(self.weight, c, per[i], len(self.evidence)),
-                                  per[i, K.EV_CONFIRMED])
         order = np.argsort(-strength, kind="stable")[: self.n_top]
         return tuple(self.channels.name_of(int(slots[i])) for i in order if strength[i] >= 1.0)
 
@@ -300,10 +295,11 @@ class SurpriseDetector(Learner):
     def decide_one(self, x: dict) -> AnomalyDecision:
         """Score ``x``, decide its alarm and whether to ask about it, then learn it."""
         slots, values = self.channels.observe(x, scale=False)
-        e, _, ev = self._evidence(slots, values, learn=True)
-        alarm, ask = K.alarm_step(e, self.ctl, self._q)
-        return AnomalyDecision(bool(alarm), float(K.score_of(e, self.score_scale)), bool(ask),
-                               slots, ev, {"top": self._top(slots, ev)})
+        ev = np.empty(len(slots) * K.EV_ROW)
+        score, alarm, ask = K.decide_step(self.st, self.hist, self.trans, self.weight, self.conf,
+                                          self.ctl, slots, values, len(slots), self._params, self._q,
+                                          self._a, ev)
+        return AnomalyDecision(alarm, score, ask, slots, ev, {"top": self._top(slots, ev)})
 
     def learn_one(self, x: dict, y=None) -> None:
         """Learn ``x`` as a reading of the stream; with ``y`` (True: a real anomaly,
@@ -385,6 +381,7 @@ class SurpriseDetector(Learner):
         n = X.shape[0]
         out = {"score": np.empty(n), "alarm": np.empty(n, np.bool_),
                "ask": np.empty(n, np.bool_), "top": np.empty(n, np.int64)}
+        # top: the slot of the channel with the most evidence (-1: none had any)
         K.run_rows(X, col_slot, space.count, space.mean, space.var, space.last_seen, counters,
                    space.forget, space.eps, space.z_max, self.st, self.hist, self.trans,
                    self.weight, self.conf, self.ctl, self._params, self._q,
