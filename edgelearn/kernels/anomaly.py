@@ -19,7 +19,12 @@ The kinds (``KINDS``):
 3. context: ``-log P(bin | previous bin)`` from the transition table (Laplace prior),
    the order of values a channel usually follows (in the spirit of CAD OSE);
 4. stuck: ``a = run / typical run`` when the channel repeats its value longer
-   than it ever does (in nats: the run's probability under a geometric law of runs).
+   than it ever does (in nats: the run's probability under a geometric law of runs);
+5. range: how far the value is beyond every value the channel has had, in units of
+   that range, times a scale;
+6. season: the change kind at a lag of ``P`` readings of the channel (a period: the
+   value a day ago), against the typical change at that lag; it needs a ring of the
+   last ``P`` values per channel, and speaks once the channel has ``P + warmup``.
 
 Plain NumPy references of every kernel are in tests/naive.py.
 """
@@ -34,10 +39,11 @@ from ._jit import jit
 from .channels import observe_standardize
 
 # Columns of st (per slot).
-N, MEAN, DEV, FAST, PREV, STEP, LO, HI, RUN, RUNLEN, BIN = range(11)
-N_STATS = 11
+N, MEAN, DEV, FAST, PREV, STEP, LO, HI, RUN, RUNLEN, BIN, SEASON_STEP = range(12)
+N_STATS = 12
 
-KINDS = ("level", "change", "shift", "context", "stuck", "range")
+KINDS = ("level", "change", "shift", "context", "stuck", "range", "season")
+SEASON = 6
 N_KINDS = len(KINDS)
 
 # A decision keeps, per channel, a row of EV_ROW numbers: the evidence of each kind
@@ -52,8 +58,8 @@ EV_ROW = N_KINDS + 3
 CONF_VALUE, CONF_EVIDENCE = 0, 1
 
 # Columns of the parameter vector.
-P_SLOW, P_FASTR, P_HIST, P_WARMUP, P_PRIOR, P_BINW, P_TRANS, P_NBINS, P_KINDS, P_RANGE, P_CONFTOL = range(11)
-N_PARAMS = 11
+P_SLOW, P_FASTR, P_HIST, P_WARMUP, P_PRIOR, P_BINW, P_TRANS, P_NBINS, P_KINDS, P_RANGE, P_CONFTOL, P_SEASON = range(12)
+N_PARAMS = 12
 
 _SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
 _TINY = 1e-12
@@ -98,7 +104,20 @@ def surprise_position(a, bin_width):
 
 
 @jit
-def surprises(st, trans, c, x, params, out):
+def season_active(st, c, params):
+    """Whether the season kind has a lagged value and enough of them to judge."""
+    period = params[P_SEASON]
+    return period > 0.0 and st[c, N] >= period + params[P_WARMUP]
+
+
+@jit
+def lagged(ring, st, c, params):
+    """The channel's value ``P`` of its readings ago (valid once it has ``P``)."""
+    return ring[c, int(st[c, N]) % int(params[P_SEASON])]
+
+
+@jit
+def surprises(st, trans, ring, c, x, params, out):
     """The surprise of each kind for value ``x`` on slot ``c`` (before learning it)."""
     n_bins = int(params[P_NBINS])
     fast_ratio = params[P_FASTR]
@@ -125,16 +144,23 @@ def surprises(st, trans, c, x, params, out):
     span = st[c, HI] - st[c, LO] + _TINY
     beyond = max(x - st[c, HI], st[c, LO] - x, 0.0) / span
     out[5] = params[P_RANGE] * beyond
+    if season_active(st, c, params):
+        v = (x - lagged(ring, st, c, params)) / (st[c, SEASON_STEP] * _SQRT_HALF_PI + _TINY)
+        out[SEASON] = 0.5 * v * v
+    else:
+        out[SEASON] = 0.0
 
 
 @jit
-def learn_value(st, hist, trans, c, x, a, params):
+def learn_value(st, hist, trans, ring, c, x, a, params):
     """Fold value ``x`` (whose surprises are ``a``) into slot ``c``'s statistics."""
     n_bins = int(params[P_NBINS])
     warm = st[c, N] >= params[P_WARMUP]
     if warm:
         keep = 1.0 - params[P_HIST]
         for k in range(hist.shape[1]):
+            if k == SEASON and not season_active(st, c, params):
+                continue
             row = hist[c, k]
             for j in range(row.shape[0]):
                 row[j] *= keep
@@ -142,6 +168,12 @@ def learn_value(st, hist, trans, c, x, a, params):
             if b >= row.shape[0]:
                 b = row.shape[0] - 1
             row[b] += 1.0
+    period = int(params[P_SEASON])
+    if period > 0:
+        if st[c, N] >= period:
+            r = max(params[P_SLOW], 1.0 / (st[c, N] - period + 1.0))
+            st[c, SEASON_STEP] += r * (abs(x - lagged(ring, st, c, params)) - st[c, SEASON_STEP])
+        ring[c, int(st[c, N]) % period] = x
     if st[c, N] == 0.0:
         st[c, MEAN] = x
         st[c, FAST] = x
@@ -179,17 +211,19 @@ def learn_value(st, hist, trans, c, x, a, params):
 
 
 @jit
-def channel_evidence(st, hist, trans, c, x, params, a, out):
+def channel_evidence(st, hist, trans, ring, c, x, params, a, out):
     """Each kind's evidence against value ``x`` on slot ``c``: ``-log10`` of its tail
     probability (0 for a kind switched off, and for every kind while the channel
     warms up), into ``out``. Leaves the surprises in ``a``; returns whether the
     channel is warm."""
-    surprises(st, trans, c, x, params, a)
+    surprises(st, trans, ring, c, x, params, a)
     warm = st[c, N] >= params[P_WARMUP] + 1.0
     mask = int(params[P_KINDS])
     for k in range(a.shape[0]):
         out[k] = 0.0
         if not warm or not (mask >> k) & 1:
+            continue
+        if k == SEASON and not season_active(st, c, params):
             continue
         total = 0.0
         for j in range(hist.shape[2]):
@@ -272,7 +306,7 @@ def combined(weight, c, row, k_on):
 
 
 @jit
-def reading_evidence(st, hist, trans, weight, conf, slots, values, n, params, a, ev, learn):
+def reading_evidence(st, hist, trans, ring, weight, conf, slots, values, n, params, a, ev, learn):
     """The reading's evidence: per warm channel, Fisher's combination of its kinds'
     weighted evidence, or the evidence of a confirmed anomaly its value matches if
     larger; the largest over channels, less ``log10`` of the number of warm channels
@@ -293,7 +327,7 @@ def reading_evidence(st, hist, trans, weight, conf, slots, values, n, params, a,
         row[EV_VALUE] = values[i]
         if c < 0:
             continue
-        if channel_evidence(st, hist, trans, c, values[i], params, a, row[:N_KINDS]):
+        if channel_evidence(st, hist, trans, ring, c, values[i], params, a, row[:N_KINDS]):
             warm += 1
             row[EV_CONFIRMED] = confirmed_evidence(conf, st, c, values[i], params[P_CONFTOL])
             e = max(combined(weight, c, row, k_on), row[EV_CONFIRMED])
@@ -302,7 +336,7 @@ def reading_evidence(st, hist, trans, weight, conf, slots, values, n, params, a,
                 best = e
                 top = c
         if learn:
-            learn_value(st, hist, trans, c, values[i], a, params)
+            learn_value(st, hist, trans, ring, c, values[i], a, params)
     if warm > 1:
         best -= math.log10(warm)
     return max(best, 0.0), top
@@ -402,17 +436,17 @@ def feedback(weight, conf, st, slots, ev, n, real, threshold, channels_log, shri
 
 
 @jit
-def decide_step(st, hist, trans, weight, conf, ctl, slots, values, n, params, q, a, ev):
+def decide_step(st, hist, trans, ring, weight, conf, ctl, slots, values, n, params, q, a, ev):
     """``decide_one``'s work in one call: the reading's evidence (learning it), its
     alarm and label request, and its score; returns ``(score, alarm, ask)``."""
-    e, _ = reading_evidence(st, hist, trans, weight, conf, slots, values, n, params, a, ev, True)
+    e, _ = reading_evidence(st, hist, trans, ring, weight, conf, slots, values, n, params, a, ev, True)
     alarm, ask = alarm_step(e, ctl, q)
     return score_of(e, q[Q_SCALE]), alarm, ask
 
 
 @jit
 def run_rows(X, col_slot, count, mean, var, last_seen, counters, forget, eps, z_max,
-             st, hist, trans, weight, conf, ctl, params, q, scores, alarms, asks, tops):
+             st, hist, trans, ring, weight, conf, ctl, params, q, scores, alarms, asks, tops):
     """The dict path's ``decide_one`` over every row of X (NaN: missing), the columns
     already holding slots ``col_slot``: channel-space statistics, evidence, score,
     alarm and label request per row, learning each row (no answers)."""
@@ -431,8 +465,8 @@ def run_rows(X, col_slot, count, mean, var, last_seen, counters, forget, eps, z_
                 k += 1
         observe_raw(slots, vals, k, count, mean, var, last_seen, counters[0], forget, eps, z_max)
         counters[0] += 1
-        scores[r], alarms[r], asks[r] = decide_step(st, hist, trans, weight, conf, ctl, slots, vals,
-                                                    k, params, q, a, ev)
+        scores[r], alarms[r], asks[r] = decide_step(st, hist, trans, ring, weight, conf, ctl, slots,
+                                                    vals, k, params, q, a, ev)
         best = 0.0
         tops[r] = -1
         for i in range(k):
