@@ -149,14 +149,20 @@ def event_scores(alarms: np.ndarray, faults: list) -> dict:
             "by_kind": {k: float(np.mean(v)) for k, v in by_kind.items()}}
 
 
-def best_in_hindsight(scores: np.ndarray, faults: list) -> dict:
-    """The event scores at the score threshold with the best F1 (candidates: 200 quantiles)."""
+def best_threshold(scores: np.ndarray, judge, low: float, n: int) -> dict:
+    """``judge(scores >= t)`` at the threshold with the best F1, in hindsight (candidates:
+    ``n`` quantiles of the scores from ``low`` to 1)."""
     best = None
-    for t in np.unique(np.quantile(scores, np.linspace(0.9, 1.0, 200))):
-        r = event_scores(scores >= t, faults)
+    for t in np.unique(np.quantile(scores, np.linspace(low, 1.0, n))):
+        r = judge(scores >= t)
         if best is None or r["f1"] > best["f1"]:
             best = r
     return best
+
+
+def best_in_hindsight(scores: np.ndarray, faults: list) -> dict:
+    """The event scores at the score threshold with the best F1 (of 200 quantiles from 0.9)."""
+    return best_threshold(scores, lambda alarms: event_scores(alarms, faults), 0.9, 200)
 
 
 def run_all(X: np.ndarray, faults: list, columns: list, rivers: list) -> dict:
@@ -181,13 +187,8 @@ def point_f1(alarms: np.ndarray, truth: np.ndarray) -> dict:
 
 
 def point_best(scores: np.ndarray, truth: np.ndarray) -> dict:
-    """Per-reading scores at the threshold (of 400 quantiles) with the best F1."""
-    best = None
-    for t in np.unique(np.quantile(scores, np.linspace(0.5, 1.0, 400))):
-        r = point_f1(scores >= t, truth)
-        if best is None or r["f1"] > best["f1"]:
-            best = r
-    return best
+    """Per-reading scores at the threshold with the best F1 (of 400 quantiles from 0.5)."""
+    return best_threshold(scores, lambda alarms: point_f1(alarms, truth), 0.5, 400)
 
 
 def shuttle(rivers: list, rows: int | None, seed: int = 0) -> dict:
