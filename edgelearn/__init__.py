@@ -12,7 +12,9 @@ import importlib
 
 from . import _post_import
 from .channels import ChannelSpace
-from .learners import DEFAULT_KIND, KINDS, LEARNERS, Decision, Learner, from_state, make_learner
+from .learners import (
+    CAPABILITIES, DEFAULT_KIND, KINDS, LEARNERS, TASKS, Decision, Learner, from_state, make_learner,
+)
 
 __version__ = "0.1.0"
 
@@ -42,7 +44,7 @@ def __dir__() -> list[str]:
 _post_import.when_imported("river.base", lambda: importlib.import_module(".river", __name__))
 
 __all__ = [
-    "ActiveAROW", "ChannelSpace", "DEFAULT_KIND", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner",
+    "ActiveAROW", "CAPABILITIES", "ChannelSpace", "DEFAULT_KIND", "TASKS", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner",
     "MultiLabelKELM", "PA", "PAACDS", "PAFE",
     "OnlineEnsemble", "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
 ]

@@ -37,12 +37,18 @@ __all__ = ["register"]
 
 
 def register(cls: type) -> type:
-    """Register one learner class with the River base classes its capabilities
-    name: every learner is a ``Classifier``; a multi-label one also a
-    ``MultiLabelClassifier``."""
-    base.Classifier.register(cls)
-    if cls.supports_multilabel:
+    """Register one learner class with the River base classes its tasks name: a
+    classifier is a ``Classifier`` (a multi-label one also a
+    ``MultiLabelClassifier``), a regressor a ``Regressor``, a detector an
+    ``AnomalyDetector``."""
+    if cls.tasks & {"binary", "multiclass", "multilabel"}:
+        base.Classifier.register(cls)
+    if "multilabel" in cls.tasks:
         base.MultiLabelClassifier.register(cls)
+    if "regression" in cls.tasks:
+        base.Regressor.register(cls)
+    if "anomaly" in cls.tasks:
+        base.AnomalyDetector.register(cls)
     return cls
 
 
