@@ -280,13 +280,13 @@ def test_false_alarm_stops_the_same_pattern_and_a_confirmed_one_keeps_alarming()
     d = det.decide_one({"a": 12.0, "b": 0.0})
     det.learn(d.slots, d.z, False)
     assert det.score_one({"a": 12.0, "b": 0.0}) < det.threshold
-    with pytest.raises(ValueError, match="answers must be True"):
+    with pytest.raises(ValueError, match="learns verdicts on its alarms"):
         det.learn(d.slots, d.z, "maybe")
 
 
 def test_alarms_ask_within_the_label_budget_and_the_target_rate_is_held():
     rng = np.random.default_rng(6)
-    det = SurpriseDetector(label_rate=0.002, target_alarm_rate=0.02)
+    det = SurpriseDetector(target_query_rate=0.002, target_alarm_rate=0.02)
     for x in noisy(rng, 20000):
         x["a"] = x["a"] * (1 + 3 * (rng.random() < 0.05))  # a heavy tail: many candidates
         det.decide_one(x)
@@ -313,7 +313,7 @@ def test_learn_one_without_answer_is_unsupervised_and_score_one_learns_nothing()
 @pytest.mark.parametrize("param, value, error", [
     ("evidence", ("level", "nope"), ValueError), ("evidence", (), ValueError),
     ("evidence", "level", TypeError), ("alarm_threshold", 1.0, ValueError),
-    ("label_rate", -0.1, ValueError), ("warmup", 1, ValueError),
+    ("target_query_rate", -0.1, ValueError), ("warmup", 1, ValueError),
 ])
 def test_bad_parameters_are_named(param, value, error):
     with pytest.raises(error, match=f"The '{param}' parameter of SurpriseDetector must be"):
@@ -326,3 +326,52 @@ def test_decide_array_rejects_bad_input_with_its_parameter_named():
         det.decide_array(np.zeros(3))
     with pytest.raises(ValueError, match="'columns' parameter"):
         det.decide_array(np.zeros((3, 2)), ["a"])
+
+
+@pytest.mark.parametrize("name", [
+    "check_declares_capabilities", "check_every_parameter_is_constrained",
+    "check_defaults_are_immutable", "check_input_not_mutated", "check_labels_round_trip",
+    "check_key_order_has_no_effect", "check_channels_come_and_go", "check_budget_is_fixed",
+])
+def test_edgelearn_checks_that_apply_to_a_detector(name):
+    # check_learner's checks but four: check_before_any_label (a detector has no "before
+    # its first label": an operator's verdicts are known from the start), and
+    # check_clone, check_state_round_trip and check_predict_proba_one, which drive the
+    # learner with classification labels ("yes"/"no", -1/+1) that are no verdicts; the
+    # tests below do their work with verdicts.
+    from edgelearn import checks
+
+    getattr(checks, name)(SurpriseDetector())
+
+
+def test_clone_deepcopy_and_pickle_continue_exactly():
+    import copy
+    import pickle
+
+    rng = np.random.default_rng(9)
+    det = SurpriseDetector(target_alarm_rate=0.01)
+    for x in noisy(rng, 500):
+        d = det.decide_one(x)
+        if d.ask:
+            det.learn(d.slots, d.z, bool(rng.random() < 0.5))
+    fresh = det.clone()
+    assert fresh.get_params() == det.get_params() and fresh.memory_bytes() == det.memory_bytes()
+    assert fresh.channels.n_assigned == 0
+    copies = [det.clone(include_attributes=True), copy.deepcopy(det), pickle.loads(pickle.dumps(det))]
+    rest = noisy(rng, 300) + [{"a": 30.0}]
+    expected = [(d.label, d.score, d.ask) for d in map(det.decide_one, rest)]
+    for other in copies:
+        assert [(d.label, d.score, d.ask) for d in map(other.decide_one, rest)] == expected
+    p = det.predict_proba_one({"a": 3.0, "b": 0.0})
+    assert set(p) == {False, True} and abs(sum(p.values()) - 1.0) < 1e-12
+    assert det.predict_one({"a": 300.0, "b": 0.0}) is True
+
+
+def test_the_contract_is_declared():
+    from edgelearn.learners.base import Decision
+
+    det = SurpriseDetector()
+    assert det.task == "anomaly" and det.can("label_rate") and not det.can("array_loop")
+    d = det.decide_one({"a": 1.0})
+    assert isinstance(d, Decision) and d.extra == {"top": ()}
+    assert det.predict_proba_one({"a": 1.0}) == {False: 1.0, True: 0.0}  # warming up: score 0

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from ..constraints import Constraint, Interval, OneOf, Options
 from ..kernels import anomaly as K
-from .base import Learner
+from .base import Decision, Learner
 
 #: Histogram of surprises per (channel, kind): bins of this width in log2(1 + a).
 _HIST_BINS = 32
@@ -47,21 +47,6 @@ class Evidence(Constraint):
 
     def valid_value(self) -> tuple:
         return ("change",)
-
-
-class AnomalyDecision(NamedTuple):
-    """What the detector decided about one reading: ``label`` the alarm (True =
-    anomalous), ``score`` the calibrated score in [0, 1), ``ask`` whether to ask
-    the operator, ``(slots, z)`` what :meth:`SurpriseDetector.learn` needs for the
-    answer (``z`` holds each channel's evidence per kind), ``extra["top"]`` the
-    names of the channels that contributed most, strongest first."""
-
-    label: bool
-    score: float
-    ask: bool
-    slots: np.ndarray
-    z: np.ndarray
-    extra: dict
 
 
 class SurpriseDetector(Learner):
@@ -128,7 +113,7 @@ class SurpriseDetector(Learner):
     "Incorporating expert feedback into active anomaly discovery", ICDM 2016, who
     reweight an ensemble's members from the analyst's answers). Each (channel,
     kind) has a weight, 1 at first, on its evidence. An alarm asks the operator
-    when the label budget allows (``label_rate``: tokens accrue at that rate per
+    when the label budget allows (``target_query_rate``: tokens accrue at that rate per
     reading, at most ``max_tokens`` held; an alarm with a token asks). The answer
     is learned from the evidence kept with the decision, however late: a false
     alarm scales down every (channel, kind) weight whose evidence alone would
@@ -165,9 +150,11 @@ class SurpriseDetector(Learner):
     True
     """
 
-    supports_binary = True
-    asks_selectively = True
     tasks = frozenset({"anomaly"})
+    capabilities = frozenset({"label_rate"})
+    asks_selectively = True
+    #: The channel space hands this learner raw values; it keeps its own statistics.
+    _scale = False
 
     _parameter_constraints = {
         "evidence": Evidence(),
@@ -184,7 +171,7 @@ class SurpriseDetector(Learner):
         "target_alarm_rate": OneOf(Options(None), Interval(float, 0, 1, closed="neither")),
         "alarm_gain": Interval(float, 0, None, closed="neither"),
         "episode_half_life": Interval(float, 0, None, closed="neither"),
-        "label_rate": Interval(float, 0, 1),
+        "target_query_rate": Interval(float, 0, 1),
         "max_tokens": Interval(float, 1, None),
         "false_alarm_shrink": Interval(float, 0, 1, closed="neither"),
         "confirm_tolerance": Interval(float, 0, None),
@@ -209,7 +196,7 @@ class SurpriseDetector(Learner):
         target_alarm_rate: float | None = None,
         alarm_gain: float = 0.5,
         episode_half_life: float = 69.0,
-        label_rate: float = 0.01,
+        target_query_rate: float = 0.01,
         max_tokens: float = 3.0,
         false_alarm_shrink: float = 0.9,
         confirm_tolerance: float = 0.5,
@@ -219,7 +206,7 @@ class SurpriseDetector(Learner):
     ):
         self._set_params(locals())
         self._init_channels(self.capacity, self.evict_after)
-        self._init_targets(2)
+        self._init_targets(task="anomaly")
         cap = self.capacity
         self.st = np.zeros((cap, K.N_STATS))
         self.hist = np.zeros((cap, K.N_KINDS, _HIST_BINS))
@@ -241,21 +228,11 @@ class SurpriseDetector(Learner):
         self._q = np.zeros(K.N_QPARAMS)
         self._q[[K.Q_SCALE, K.Q_EPISODE, K.Q_TARGET, K.Q_GAIN, K.Q_LABELS, K.Q_TOKENS]] = [
             self.score_scale, 1.0 - _rate(self.episode_half_life), self.target_alarm_rate or 0.0,
-            self.alarm_gain, self.label_rate, self.max_tokens,
+            self.alarm_gain, self.target_query_rate, self.max_tokens,
         ]
         self._a = np.zeros(K.N_KINDS)
 
     _LEARNED = ("st", "hist", "trans", "ring", "weight", "conf", "ctl")
-
-    # -- what the task is -----------------------------------------------------------
-
-    @property
-    def task(self) -> str:
-        return "anomaly"
-
-    @property
-    def _supervised(self) -> bool:
-        return False
 
     def _evidence_of(self, score: float) -> float:
         return self.score_scale * score / (1.0 - score)
@@ -299,14 +276,21 @@ class SurpriseDetector(Learner):
         e, _, _ = self._evidence(slots, values, learn=False)
         return float(K.score_of(e, self.score_scale))
 
-    def decide_one(self, x: dict) -> AnomalyDecision:
-        """Score ``x``, decide its alarm and whether to ask about it, then learn it."""
+    def decide_one(self, x: dict) -> Decision:
+        """Score ``x``, decide its alarm and whether to ask about it, then learn it.
+
+        The decision's ``label`` is the alarm, ``score`` the calibrated score, ``ask``
+        whether to ask the operator, ``(slots, z)`` what :meth:`learn` needs for the
+        answer (``z`` holds per channel a row of ``EV_ROW`` numbers: its evidence per
+        kind, of a confirmed anomaly, its value, its combined evidence), and
+        ``extra["top"]`` the names of the channels that contributed most, strongest
+        first."""
         slots, values = self.channels.observe(x, scale=False)
         ev = np.empty(len(slots) * K.EV_ROW)
         score, alarm, ask = K.decide_step(self.st, self.hist, self.trans, self.ring, self.weight, self.conf,
                                           self.ctl, slots, values, len(slots), self._params, self._q,
                                           self._a, ev)
-        return AnomalyDecision(alarm, score, ask, slots, ev, {"top": self._top(slots, ev)})
+        return Decision(alarm, score, ask, slots, ev, {"top": self._top(slots, ev)})
 
     def learn_one(self, x: dict, y=None) -> None:
         """Learn ``x`` as a reading of the stream; with ``y`` (True: a real anomaly,
@@ -319,7 +303,7 @@ class SurpriseDetector(Learner):
     def learn(self, slots, z, y) -> None:
         """Learn the operator's answer ``y`` (True: real, False: a false alarm) about
         the reading a decision kept as ``(slots, z)``."""
-        real = self._answer(y)
+        real = self.targets.sign(y) > 0.0
         # The reading's channels tested, at most: its known channels.
         tested = int(np.sum(np.asarray(slots) >= 0))
         K.feedback(self.weight, self.conf, self.st, np.asarray(slots, dtype=np.int32),
@@ -327,33 +311,18 @@ class SurpriseDetector(Learner):
                    math.log10(tested) if tested > 1 else 0.0, self.false_alarm_shrink,
                    self.confirm_tolerance, len(self.evidence))
 
-    def _answer(self, y) -> bool:
-        if isinstance(y, (bool, np.bool_)):
-            return bool(y)
-        if isinstance(y, (int, np.integer)) and y in (0, 1):
-            return bool(y)
-        raise ValueError(f"SurpriseDetector answers must be True (a real anomaly) or False "
-                         f"(a false alarm). Got {y!r}.")
-
     # -- the Learner hooks ----------------------------------------------------------------
 
     def _score(self, slots, z):
+        """The alarm this reading would raise now (ignoring the episode rule) and its
+        score; ``predict_one`` and ``predict_proba_one`` (``{False: 1 - s, True: s}``)
+        come from it, learning nothing."""
         e, _, _ = self._evidence(slots, z, learn=False)
-        return e >= self.ctl[K.C_THRESHOLD], float(K.score_of(e, self.score_scale))
+        return bool(e >= self.ctl[K.C_THRESHOLD]), float(K.score_of(e, self.score_scale))
 
     def _proba(self, margin: float) -> float:
         """P(anomalous) is the calibrated score itself (``margin`` here)."""
         return margin
-
-    def predict_one(self, x: dict) -> bool:
-        """Whether ``x`` would alarm now (ignoring the episode rule), learning nothing."""
-        slots, values = self.channels.transform(x, scale=False)
-        e, _, _ = self._evidence(slots, values, learn=False)
-        return bool(e >= self.ctl[K.C_THRESHOLD])
-
-    def predict_proba_one(self, x: dict) -> dict:
-        s = self.score_one(x)
-        return {False: 1.0 - s, True: s}
 
     def _forget_slot(self, slot: int) -> None:
         self.st[slot] = 0.0
