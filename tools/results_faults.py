@@ -26,7 +26,9 @@ Scoring: a fault is detected if an alarm falls in it (from its start to ``GRACE`
 readings after its end), its delay the readings from its start to the first such
 alarm; recall is detected faults over faults. Precision is the share of alarms that
 fall in some fault (so a detector that alarms all the time scores the share of the
-stream that is faulty); F1 their harmonic mean. Alarms within ``GAP`` readings of
+stream that is faulty); F1 their harmonic mean (the composite F-score of Garg, Zhang,
+Samaran, Savitha and Foo, "An evaluation of anomaly detection and diagnosis in
+multivariate time series", IEEE TNNLS 2021: event-wise recall, point-wise precision). Alarms within ``GAP`` readings of
 each other are counted as one alarm episode, for the table only.
 Each detector is run with its own alarms (ours: its alarm rule at the defaults;
 River's: ``QuantileFilter(q=0.999)``) and, for reference, at the threshold on its
