@@ -305,8 +305,17 @@ def render(args, seeds, rivers, results, held_out) -> str:
     loss = ours_own - ours_missing
     lines.append(f"- Faults, with 10% of readings missing at random: own-alarm F1 {ours_missing:.3f}, a loss of "
                  f"**{loss:.3f}** (aim at most {AIM_MISSING_LOSS}: {'met' if loss <= AIM_MISSING_LOSS else 'not met'}).")
+    for name, (runs, _, _) in results.items():
+        for det in rivers:
+            theirs, ours_here = mean(runs, det, "own", "f1"), mean(runs, "ours", "own", "f1")
+            if theirs >= ours_here:
+                lines.append(f"- Not above every River detector on every data set: on {name} (dropouts "
+                             f"only) {names[det]}'s own alarms score F1 {theirs:.3f} against "
+                             f"{ours_here:.3f} (precision {mean(runs, det, 'own', 'precision'):.3f}, "
+                             f"recall {mean(runs, det, 'own', 'recall'):.3f}, "
+                             f"{mean(runs, det, 'own', 'episodes'):.1f} alarm episodes per run).")
     for det in rivers:
-        lines.append(f"- Above {names[det]} with own alarms: {ours_own:.3f} against "
+        lines.append(f"- Above {names[det]} with own alarms (means over both data sets): {ours_own:.3f} against "
                      f"{mean(every, det, 'own', 'f1'):.3f} "
                      f"({'met' if ours_own > mean(every, det, 'own', 'f1') else 'not met'}); at the best "
                      f"thresholds in hindsight: {mean(every, 'ours', 'best', 'f1'):.3f} against "
@@ -345,11 +354,13 @@ def render(args, seeds, rivers, results, held_out) -> str:
                 fmt(r["own"]["precision"]), fmt(r["own"]["recall"]), fmt(r["own"]["f1"]),
                 str(r["own"]["alarms"]), fmt(r["best"]["precision"]), fmt(r["best"]["recall"]),
                 fmt(r["best"]["f1"]), fmt(r["us"], 2)]) + " |")
-        lines += ["", "SurpriseDetector tests each channel on its own and combines p-values; Shuttle's "
-                  "anomalies are mostly readings whose channels are each ordinary but whose "
-                  "combination is rare, which a joint model (half-space trees) sees and it does not. "
-                  "At its default threshold (a p-value of 1e-5) it alarms on a few dozen of the 3,511 "
-                  "anomalous readings.", ""]
+        ours = held_out[("ours", "as is")]
+        lines += ["", f"At its default threshold (a p-value of 1e-5) SurpriseDetector alarms on "
+                  f"{ours['own']['alarms']} of the readings, where 7.2% are anomalous: it is built "
+                  "for rare anomalies, and its per-channel calibration learns a class that is 7% of "
+                  "the stream as part of normal. Its ranking at the best threshold in hindsight is "
+                  "below River's too, including the plain per-channel StandardAbsoluteDeviation "
+                  "(uncalibrated distance from the mean).", ""]
     return "\n".join(lines)
 
 
