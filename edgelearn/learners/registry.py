@@ -50,7 +50,6 @@ BUILTIN: dict[str, str] = {
     "synthesis_nb": "edgelearn.learners.synthesis_nb:SynthesisNB",
     "kelm_multilabel": "edgelearn.learners.kelm:MultiLabelKELM",
     "ensemble": "edgelearn.learners.ensemble:OnlineEnsemble",
-    "surprise": "edgelearn.learners.surprise:SurpriseDetector",
 }
 
 #: The learner kind a gateway stream, ``edgelearn replay`` and
@@ -64,7 +63,6 @@ TASK_DEFAULTS: dict[str, str] = {
     "binary": DEFAULT_KIND,
     "multiclass": DEFAULT_KIND,
     "multilabel": "kelm_multilabel",
-    "anomaly": "surprise",
 }
 
 ENTRY_POINT_GROUP = "edgelearn.learners"
