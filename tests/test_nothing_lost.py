@@ -19,9 +19,9 @@ import pytest
 
 import edgelearn
 from edgelearn.state import load_checkpoint
-from firmware_bridge.checkpoints import checkpoint_path
-from firmware_bridge.journal import JOURNAL_NAME
-from firmware_bridge.protocol import encode_data, encode_label
+from firmware_bridge.service.checkpoints import checkpoint_path
+from firmware_bridge.service.journal import JOURNAL_NAME
+from firmware_bridge.wire import encode_data, encode_label
 
 from brokers import Broker, broker, wait_until  # noqa: F401  (broker: a fixture)
 from test_gateway_broker import (  # noqa: F401  (fixtures)
