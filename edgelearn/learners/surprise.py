@@ -137,6 +137,59 @@ class SurpriseDetector(Learner):
     and shows the variants tried): the evidence kinds level, change, range and
     season (288), combined by Fisher's method.
 
+    Parameters
+    ----------
+    evidence
+        The kinds of evidence each channel is tested by, among "level", "change",
+        "shift", "context", "stuck", "range" and "season".
+    half_life
+        Readings over which a channel's slow mean, deviation and typical step halve
+        their weight.
+    fast_half_life
+        The same for the fast mean the shift kind compares with the slow one.
+    calibration_half_life
+        Readings over which the histograms that calibrate each kind's surprises forget.
+    context_half_life
+        Readings over which the context kind's table of value transitions forgets.
+    warmup
+        Readings a channel needs before it is tested (a new channel is learned first).
+    range_scale
+        Surprise, in nats, of a value one whole range beyond every value seen.
+    season
+        The season kind's lag, in readings of the channel (a period: 288 is a day of
+        5-minute readings); 0 keeps no ring of past values.
+    n_bins
+        Value bins of the context kind.
+    score_scale
+        The evidence (-log10 of the p-value) at which the score is 0.5.
+    alarm_threshold
+        The score at which a reading alarms (0.5: a p-value of 1e-5).
+    target_alarm_rate
+        None for a fixed threshold; else the share of readings that alarm, which the
+        threshold follows.
+    alarm_gain
+        How fast the threshold follows the target alarm rate.
+    episode_half_life
+        Readings over which an episode's evidence halves: within an episode only
+        stronger evidence alarms again.
+    target_query_rate
+        The label budget: the most alarms per reading the operator is asked about.
+    max_tokens
+        The most label requests that may be saved up for a burst of alarms.
+    false_alarm_shrink
+        After a false alarm, the share of the alarm limit the same evidence combines to.
+    confirm_tolerance
+        How near a value must be to a confirmed anomaly, in the channel's spreads, to
+        alarm again as it did.
+    n_top
+        The most channels named behind an alarm.
+    capacity
+        Channel slots, fixed for the learner's life.
+    evict_after
+        Readings a channel must be absent before its slot may go to a new channel.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> det = SurpriseDetector()
