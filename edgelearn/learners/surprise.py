@@ -130,8 +130,8 @@ class SurpriseDetector(Learner):
     **Memory** (fixed at construction): per channel slot ``8 * (12 + 7 (1 + 32) +
     n_bins^2 + 4 * 2 + max(season, 1))`` bytes (statistics, per-kind weights and
     histograms, the context table, the confirmed anomalies, the ring of past values),
-    plus 32 numbers, the label table and the channel space; 64 slots, 8 bins and a
-    season of 288: 307,712 + 256 + 128 + the space's.
+    plus 31 numbers, the label table and the channel space; 64 slots, 8 bins and a
+    season of 288: 308,736 + 248 + 128 + the space's (309,112 + 7,168).
 
     Defaults were chosen on NAB (``docs/results-nab.md`` says what was tuned on what
     and shows the variants tried): the evidence kinds level, change, range and
