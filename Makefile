@@ -10,7 +10,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-RESULTS := paacds pafe synthesis kelm ensemble label-budget drift
+RESULTS := paacds pafe synthesis kelm ensemble label-budget drift nab faults
 BENCHES := replay kelm gateway memory log-replay
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
@@ -59,6 +59,7 @@ bench-%: setup
 	$(PY) tools/bench_$*.py
 
 # The papers' protocols: minutes each, results-ensemble about an hour on 2 cores.
+# results-nab (NAB v1.1, docs/results-nab.md) and results-faults (docs/results-anomaly-faults.md): minutes each.
 results: $(RESULTS:%=results-%)
 
 results-ensemble: setup

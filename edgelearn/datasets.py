@@ -103,6 +103,8 @@ _SPECS: dict[str, _Spec] = {
         "cdf901433885f29eca6911f70c0eeafb50d90596c879c30c5b99f5a2e8e734ff"),
     "sea": _Spec("sea.csv.gz", 40000, 4, ("class",),
         "d5d55f2ebb4c69f0c6dc26e6d1228e0b689a11706af94b8c41ed1c9d0669bf13"),
+    "room_occupancy": _Spec("room_occupancy.csv.gz", 10129, 19, ("Room_Occupancy_Count",),
+        "70f9a5c459fa14cadfe4fb4d27fc15abace4d4e3180a38a2916471378ff16366", meta=("Date", "Time")),
 }
 
 #: Every data set :func:`load` knows, in ``SOURCES.md``'s order.

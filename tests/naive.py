@@ -1048,3 +1048,207 @@ def arow_expand(slots, z, edges, freq, capacity):
                 out_slots.append(capacity + s * n_bins + b)
                 out_z.append(float(b == arow_bin_of(v, edges)) - freq[s, b])
     return out_slots, out_z
+
+
+# -- SurpriseDetector (edgelearn/kernels/anomaly.py) ------------------------------
+#
+# A channel's statistics are a dict {"n", "mean", "dev", "fast", "prev", "step", "lo",
+# "hi", "run", "runlen", "bin", "season_step"}, its histograms a (kinds, bins) array,
+# its transitions an (n_bins, n_bins) array, its ring of past values an array of
+# max(season, 1); params a dict of the parameter names.
+
+SURPRISE_KINDS = ("level", "change", "shift", "context", "stuck", "range", "season")
+
+
+def surprise_season_on(ch, p):
+    return p["season"] > 0 and ch["n"] >= p["season"] + p["warmup"]
+
+
+def surprise_bin(z, n_bins):
+    return min(n_bins - 1, max(0, math.floor((z + 3.0) * n_bins / 6.0)))
+
+
+def surprise_kinds(ch, trans, ring, x, p):
+    """The seven surprises (nats) of value x against a channel's statistics."""
+    sd = ch["dev"] * math.sqrt(math.pi / 2) + 1e-12
+    z = (x - ch["mean"]) / sd
+    step_sd = ch["step"] * math.sqrt(math.pi / 2) + 1e-12
+    d = (x - ch["prev"]) / step_sd
+    r = p["fast_rate"]
+    fast = ch["fast"] + r * (x - ch["fast"])
+    u = (fast - ch["mean"]) / (sd * math.sqrt(r / (2 - r)))
+    b = surprise_bin(z, p["n_bins"])
+    row = trans[int(ch["bin"])]
+    context = -math.log((row[b] + 1.0) / (sum(row) + p["n_bins"]))
+    stuck = (ch["run"] + 1.0) / (ch["runlen"] + 1.0) if x == ch["prev"] else 0.0
+    beyond = max(x - ch["hi"], ch["lo"] - x, 0.0) / (ch["hi"] - ch["lo"] + 1e-12)
+    season = 0.0
+    if surprise_season_on(ch, p):  # the value P readings ago, against the typical change at lag P
+        v = (x - ring[int(ch["n"]) % p["season"]]) / (ch["season_step"] * math.sqrt(math.pi / 2) + 1e-12)
+        season = v * v / 2
+    return [z * z / 2, d * d / 2, u * u / 2, context, stuck, p["range_scale"] * beyond, season]
+
+
+def surprise_tail(hist_row, a, width, prior):
+    """P(surprise >= a): the histogram's mass at or past a (bins of ``width`` on
+    log2(1 + a), linear inside a bin; past the last bin's left edge its mass times
+    edge / a), plus a prior of weight ``prior`` with tail exp(-a), over the total."""
+    pos = math.log2(1.0 + a) / width
+    b = math.floor(pos)
+    last = len(hist_row) - 1
+    if b < last:
+        tail = sum(hist_row[b + 1:]) + hist_row[b] * (1 - (pos - b))
+    else:
+        tail = hist_row[last] * (2.0 ** (last * width) - 1.0) / a
+    return (tail + prior * math.exp(-a)) / (sum(hist_row) + prior)
+
+
+def surprise_learn(ch, hist, trans, ring, x, a, p):
+    """Fold x into a channel (copies returned): histograms (once warm; the season
+    kind's once it speaks), the ring and the typical change at the season's lag, then
+    the transition table, the slow and fast means, the deviations, runs and range."""
+    ch, hist, trans, ring = dict(ch), hist.copy(), trans.copy(), ring.copy()
+    if ch["n"] >= p["warmup"]:
+        for k in range(hist.shape[0]):
+            if k == 6 and not surprise_season_on(ch, p):
+                continue
+            hist[k] *= 1.0 - p["hist_rate"]
+            b = min(int(math.log2(1.0 + a[k]) / p["bin_width"]), hist.shape[1] - 1)
+            hist[k, b] += 1.0
+    period = p["season"]
+    if period > 0:
+        if ch["n"] >= period:
+            r = max(p["slow_rate"], 1.0 / (ch["n"] - period + 1))
+            ch["season_step"] += r * (abs(x - ring[int(ch["n"]) % period]) - ch["season_step"])
+        ring[int(ch["n"]) % period] = x
+    if ch["n"] == 0:
+        ch.update(mean=x, fast=x, lo=x, hi=x, prev=x, run=0.0, runlen=1.0, bin=p["n_bins"] // 2, n=1.0)
+        return ch, hist, trans, ring
+    n = ch["n"] + 1
+    rate = max(p["slow_rate"], 1.0 / n)
+    sd = ch["dev"] * math.sqrt(math.pi / 2) + 1e-12
+    b = surprise_bin((x - ch["mean"]) / sd, p["n_bins"])
+    prev_bin = int(ch["bin"])
+    trans[prev_bin] *= 1.0 - p["trans_rate"]
+    trans[prev_bin, b] += 1.0
+    ch["bin"] = b
+    ch["dev"] += rate * (abs(x - ch["mean"]) - ch["dev"])
+    ch["mean"] += rate * (x - ch["mean"])
+    ch["fast"] += p["fast_rate"] * (x - ch["fast"])
+    ch["step"] += rate * (abs(x - ch["prev"]) - ch["step"])
+    if x == ch["prev"]:
+        ch["run"] += 1
+    else:
+        ch["runlen"] += rate * (ch["run"] + 1 - ch["runlen"])
+        ch["run"] = 0.0
+    ch["lo"], ch["hi"], ch["prev"], ch["n"] = min(ch["lo"], x), max(ch["hi"], x), x, n
+    return ch, hist, trans, ring
+
+
+def surprise_spread(ch):
+    return ch["dev"] * math.sqrt(math.pi / 2) + 1e-12
+
+
+def surprise_fisher(total, k):
+    """-log10 of the chi-squared (2k degrees of freedom) survival at 2 ln(10) total:
+    Fisher's combination of k p-values whose -log10 sum to total."""
+    h = math.log(10) * total
+    return total - math.log10(sum(h ** i / math.factorial(i) for i in range(k)))
+
+
+def surprise_reading(channels, hists, transs, rings, weights, confirmed, slots, values, p, learn):
+    """A reading's evidence: per channel and kind -log10 of the tail probability (0
+    while the channel has fewer than warmup + 1 readings, and for kinds off); per warm
+    channel Fisher's combination of its weighted kinds, or the evidence of a
+    confirmed anomaly ``confirmed[c]`` (pairs of value, evidence) within conf_tol
+    spreads of its value if larger; the best channel's less log10(warm channels), at
+    least 0; the slot that gave it; per channel the row [evidence per kind...,
+    confirmed evidence, value]; and, with learn, the channels after learning."""
+    channels, hists, transs, rings = dict(channels), dict(hists), dict(transs), dict(rings)
+    kinds_on = [k for k in range(7) if k in p["kinds"]]
+    best, top, warm, rows = 0.0, -1, 0, []
+    for c, x in zip(slots, values):
+        a = surprise_kinds(channels[c], transs[c], rings[c], x, p)
+        row = [0.0] * 7 + [0.0, x, 0.0]
+        if channels[c]["n"] >= p["warmup"] + 1:
+            warm += 1
+            for k in kinds_on:
+                if k == 6 and not surprise_season_on(channels[c], p):
+                    continue
+                tail = surprise_tail(hists[c][k], a[k], p["bin_width"], p["prior"])
+                row[k] = -math.log10(max(tail, 1e-300))
+            reach = p["conf_tol"] * surprise_spread(channels[c])
+            row[7] = max([e for v, e in confirmed[c] if e > 0 and abs(x - v) <= reach], default=0.0)
+            e = max(surprise_fisher(sum(weights[c][k] * row[k] for k in range(7)), len(kinds_on)), row[7])
+            row[9] = e
+            if e > best:
+                best, top = e, c
+        rows.append(row)
+        if learn:
+            channels[c], hists[c], transs[c], rings[c] = surprise_learn(
+                channels[c], hists[c], transs[c], rings[c], x, a, p)
+    if warm > 1:
+        best -= math.log10(warm)
+    return max(best, 0.0), top, rows, channels, hists, transs, rings
+
+
+def surprise_alarm(evidence, ctl, q):
+    """An alarm needs evidence at least the threshold and above the episode's decaying
+    maximum; then the episode maximum, the threshold (towards the target rate, if any),
+    the label tokens and the counters move. ``ctl`` = [threshold, episode, tokens,
+    readings, alarms, asked]; ``q`` = [scale, episode decay, target, gain, label rate,
+    most tokens]. Returns (alarm, ask, new ctl)."""
+    threshold, episode, tokens, readings, alarms, asked = ctl
+    alarm = evidence >= threshold and evidence > episode
+    episode = max(episode * q[1], evidence)
+    if q[2] > 0:
+        threshold *= math.exp(q[3] * (float(alarm) - q[2]))
+    tokens = min(tokens + q[4], q[5])
+    ask = alarm and tokens >= 1.0
+    if ask:
+        tokens -= 1.0
+        asked += 1
+    return alarm, ask, [threshold, episode, tokens, readings + 1, alarms + float(alarm), asked]
+
+
+def surprise_feedback(weights, confirmed, spreads, slots, rows, real, threshold, channels_log,
+                      shrink, tolerance, k):
+    """Learn an answer (copies returned); limit = threshold + channels_log. Real: the
+    channel whose weighted kinds combine (Fisher, k kinds) to the most gets every
+    kind weight at least 1, and remembers [value, max(that evidence, the row's
+    confirmed evidence, limit)] in place of its weakest confirmed entry (the first of
+    equals). False: each channel whose weighted kinds combine to at least the limit
+    has its weights scaled so that they would combine to shrink * limit, and its
+    confirmed entries within tolerance * spread of the value are emptied."""
+    weights = {c: list(w) for c, w in weights.items()}
+    confirmed = {c: [list(e) for e in v] for c, v in confirmed.items()}
+    limit = threshold + channels_log
+
+    def total(c, row):
+        return sum(weights[c][i] * row[i] for i in range(7))
+
+    if real:
+        best, where = -1.0, None
+        for i, (c, row) in enumerate(zip(slots, rows)):
+            e = surprise_fisher(total(c, row), k)
+            if e > best:
+                best, where = e, (i, c)
+        if where is not None:
+            i, c = where
+            weights[c] = [max(w, 1.0) for w in weights[c]]
+            evidences = [e for _, e in confirmed[c]]
+            weakest = evidences.index(min(evidences))
+            confirmed[c][weakest] = [rows[i][8], max(best, rows[i][7], limit)]
+        return weights, confirmed
+    lo, hi = shrink * limit, shrink * limit + 100.0
+    for _ in range(200):  # the sum whose combination is shrink * limit
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if surprise_fisher(mid, k) < shrink * limit else (lo, mid)
+    for c, row in zip(slots, rows):
+        s = total(c, row)
+        if surprise_fisher(s, k) >= limit:
+            weights[c] = [w * hi / s for w in weights[c]]
+        for entry in confirmed[c]:
+            if abs(row[8] - entry[0]) <= tolerance * spreads[c]:
+                entry[1] = 0.0
+    return weights, confirmed
