@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-RESULTS := paacds pafe synthesis kelm ensemble label-budget drift
+RESULTS := paacds pafe synthesis kelm ensemble label-budget drift regression
 BENCHES := replay kelm gateway memory log-replay
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
@@ -61,6 +61,9 @@ results-drift: setup
 
 results-label-budget: setup
 	$(PY) tools/results_label_budget.py --jobs 2
+
+results-regression: setup
+	$(PY) tools/results_regression.py --tune --jobs 2
 
 results-%: setup
 	$(PY) tools/results_$*.py

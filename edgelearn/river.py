@@ -22,6 +22,9 @@ River:
 True
 >>> isinstance(edgelearn.MultiLabelKELM(), base.MultiLabelClassifier)
 True
+>>> from edgelearn.learners.arow_regressor import AROWRegressor
+>>> isinstance(AROWRegressor(), base.Regressor), isinstance(AROWRegressor(), base.Classifier)
+(True, False)
 
 Every learner passes ``river.checks.check_estimator`` at its defaults
 (``tests/test_river.py``).
@@ -38,8 +41,12 @@ __all__ = ["register"]
 
 def register(cls: type) -> type:
     """Register one learner class with the River base classes its capabilities
-    name: every learner is a ``Classifier``; a multi-label one also a
+    name: a regressor (``"regression"`` among its class's ``tasks``) is a
+    ``Regressor``; every other learner a ``Classifier``, a multi-label one also a
     ``MultiLabelClassifier``."""
+    if "regression" in getattr(cls, "tasks", ()):
+        base.Regressor.register(cls)
+        return cls
     base.Classifier.register(cls)
     if cls.supports_multilabel:
         base.MultiLabelClassifier.register(cls)
@@ -47,9 +54,11 @@ def register(cls: type) -> type:
 
 
 def _register_all(cls: type) -> None:
-    register(cls)
     for sub in cls.__subclasses__():
+        register(sub)
         _register_all(sub)
 
 
+# The learner classes, not their base: a virtual base class would make every learner
+# a Classifier, the regressors too.
 _register_all(Learner)

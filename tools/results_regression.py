@@ -74,7 +74,7 @@ METHODS = (OURS, NO_FEEDBACK, OURS_ALL, RIVER_LR, RIVER_PA, RIVER_ARF)
 OUR_METHODS = {OURS: {"target_query_rate": BUDGET}, NO_FEEDBACK: {"target_query_rate": BUDGET, "n_lags": 0},
                OURS_ALL: {"target_query_rate": 1.0}}
 #: AROWRegressor's parameters searched by --tune (the others at their defaults).
-TUNE_GRID = {"r": (0.1, 1.0), "variance_floor": (0.1, 0.3), "n_bins": (0, 8)}
+TUNE_GRID = {"r": (0.003, 0.01), "variance_floor": (0.6,), "n_bins": (0,), "huber": (3.0, 5.0, 8.0), "reject": (6.0, 10.0)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -332,7 +332,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, metavar="TASK",
                         help="tasks to run (default: all, the held-out one included)")
-    parser.add_argument("--seeds", type=int, default=len(SEEDS), help="repetitions 0..N-1 (default: 3)")
+    parser.add_argument("--seeds", type=int, default=len(SEEDS),
+                        help="repetitions 0..N-1 (default: 3; 0 with --tune: the grid alone, no page)")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
     parser.add_argument("--tune", action="store_true", help="also run the tuning grid and print its table")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results-regression.md")
@@ -350,6 +351,8 @@ def main(argv=None) -> int:
         print(f"best: {best}")
         tuning += f" The grid (MAE ratio and coverage % per task), best first:\n\n{table}\n\nBest: `{best}`."
     seeds = tuple(range(args.seeds))
+    if not seeds:
+        return 0  # --seeds 0: the tuning grid alone
     units = [(t, s, m, ()) for t in args.tasks for s in seeds for m in METHODS]
     results = run(units, args.jobs, args.cache)
     command = "python tools/results_regression.py" + ("" if argv is None and len(sys.argv) == 1 else

@@ -57,7 +57,9 @@ LAST_T = 15       # the reading index of the last reference learned; -1 before o
 TOKENS = 16       # the budget's bucket: references that may be asked for now
 Y_MEAN = 17       # running mean of the references (for Y_VAR)
 Y_VAR = 18        # running variance of the references: the noise's prior
-N_STATS = 19
+LAST_BEYOND = 19  # 1 if the last scored reference was beyond the reject bound
+N_REJECTED = 20   # references not learned: alone beyond the reject bound
+N_STATS = 21
 
 #: Pseudo-residuals of the noise prior: the references' own variance (what a model
 #: that knows nothing would be off by) weighs as this many residuals.
@@ -344,18 +346,27 @@ def learn_row(slots, z, k, e, v, W, S, b, Sb, r, floor):
 @jit
 def learn(slots, z, k, y, edges, bin_freq, capacity, feature_slots, feature_z, W, S, b, Sb,
           stats, count, last_seen, t, evict_after, present, lags, scores, scratch, r, floor,
-          huber, alpha, gamma, noise_forget, lag_forget):
+          huber, reject, alpha, gamma, noise_forget, lag_forget):
     """Learn reference ``y`` of the reading at index ``t``, with the model as it is now.
 
     In order: the reading's prediction and interval now (:func:`estimate`); the
-    first reference only sets the offset (and is the last reference); after it,
-    the interval's verdict is counted and its score ``|y - yhat| / sd`` enters
-    the conformal ring (:func:`add_score`); the model's own residual ``e = y -
-    (offset + m)`` (before error feedback) joins the lag table
-    (:func:`add_pair`); it is clipped to ``huber`` model sds (Huber's influence
-    bound: an outlying reference moves the model a bounded step and the noise
-    estimate by a bounded amount; not clipped while the sd is infinite); the
-    noise variance moves toward ``(e^2 - mv) / (1 + v / r)`` (``mv`` the missing
+    first reference only sets the offset and the references' mean (and is the
+    last reference); after it, the interval's verdict is counted and its score
+    ``|y - yhat| / sd`` enters the conformal ring (:func:`add_score`); the
+    model's own residual ``e = y - (offset + m)`` (before error feedback) is
+    judged against the sd of the prediction without feedback as the intervals
+    calibrate it (times ``q`` over the normal quantile of ``coverage``; a small
+    ``r`` inflates the belief's own scale, which the conformal ``q`` undoes):
+    beyond ``reject``
+    sds, and the last scored reference was not, it is a spike and nothing more
+    is learned from it (counted in ``N_REJECTED``; a second one in a row is a
+    change, and is learned); otherwise it is clipped to ``huber`` sds (Huber's
+    influence bound; neither while the sd is infinite), and from then on
+    the reference is the clipped ``offset + m + e``, so that an outlier moves
+    everything below by a bounded amount: the references' running mean and
+    variance (:func:`noise_variance`'s prior, at rate ``max(1 / n,
+    noise_forget)``), the lag table (:func:`add_pair`, with ``e``), the noise
+    variance moves toward ``(e^2 - mv) / (1 + v / r)`` (``mv`` the missing
     channels' share, :func:`missing_variance`) at rate ``max(1 / n,
     noise_forget)`` times the noise's share of the reading's variance,
     ``sigma2 (1 + v / r) / (sigma2 (1 + v / r) + mv)`` (kept at 0 or above); and
@@ -368,28 +379,41 @@ def learn(slots, z, k, y, edges, bin_freq, capacity, feature_slots, feature_z, W
         slots, z, k, edges, bin_freq, capacity, feature_slots, feature_z, W, S, b, Sb, stats,
         count, last_seen, t, evict_after, present, lags, r)
     stats[N_REF] += 1.0
-    a = max(1.0 / stats[N_REF], noise_forget)
-    delta = y - stats[Y_MEAN]
-    stats[Y_MEAN] += a * delta
-    stats[Y_VAR] = (1.0 - a) * (stats[Y_VAR] + a * delta * delta)
     if stats[N_REF] == 1.0:
         stats[OFFSET] = y
+        stats[Y_MEAN] = y
         add_pair(stats, lags, t, 0.0, lag_forget)
         return -1
     verdict = -1
     e = y - (stats[OFFSET] + m)
-    add_pair(stats, lags, t, e, lag_forget)
     if math.isfinite(sd):
         lower, upper = interval(yhat, sd, stats)
         covered = lower <= y <= upper
         verdict = 1 if covered else 0
         stats[N_SCORED] += 1.0
         stats[N_COVERED] += 1.0 if covered else 0.0
+        # the sd as the intervals calibrate it (q over the normal quantile), so that
+        # the bounds below mean sds whatever r does to the belief's own scale
+        model_sd = stats[QUANT] / stats[GAUSS_Q] * predictive(m, v, mv, stats, r)[1]
         add_score(abs(y - yhat) / sd if sd > 0.0 else math.inf, not covered, stats, scores,
                   scratch, alpha, gamma)
-        bound = huber * predictive(m, v, mv, stats, r)[1]
+        beyond = abs(e) > reject * model_sd
+        alone = beyond and stats[LAST_BEYOND] == 0.0
+        stats[LAST_BEYOND] = 1.0 if beyond else 0.0
+        if alone:
+            # a spike: not learned (two in a row are a change, and are learned)
+            stats[N_REJECTED] += 1.0
+            return verdict
+        bound = huber * model_sd
         if bound > 0.0:
             e = min(max(e, -bound), bound)
+    # from here on the reference is the clipped one, offset + m + e: an outlier moves
+    # the references' statistics, the error feedback and the model a bounded amount
+    a = max(1.0 / stats[N_REF], noise_forget)
+    delta = stats[OFFSET] + m + e - stats[Y_MEAN]
+    stats[Y_MEAN] += a * delta
+    stats[Y_VAR] = (1.0 - a) * (stats[Y_VAR] + a * delta * delta)
+    add_pair(stats, lags, t, e, lag_forget)
     stats[N_NOISE] += 1.0
     a = max(1.0 / stats[N_NOISE], noise_forget)
     sigma2 = noise_variance(stats)

@@ -125,15 +125,31 @@ class AROWRegressor(Learner):
       lower bound on the covariance (the same ALT 2011 paper), so the model keeps
       a bounded step when a metal-oxide sensor drifts with temperature and
       humidity; the noise variance forgets at ``noise_half_life`` references.
-    * **Outliers**: the residual a reference teaches is clipped to ``huber``
-      predictive standard deviations (Huber's influence bound; Huber 1964): a
-      reference far off its interval moves the weights, the noise estimate and
-      nothing else a bounded amount.
+    * **Outliers**: a reference whose residual is beyond ``reject`` standard
+      deviations (as the intervals calibrate them), when the one before it was
+      not, is a spike: its interval's verdict counts, nothing is learned from it
+      (:attr:`n_rejected`; two in a row are a change, and are learned).  Any other
+      residual is clipped to ``huber`` sds before anything learns from it
+      (Huber's influence bound; Huber 1964): the weights, the noise estimate, the
+      references' statistics and the error feedback move a bounded amount.
     * **The predictive spread** is the belief's, in the target's units: AROW's
       update is recursive least squares on a diagonal with ``r`` the noise variance
       in units of the prior's, so the predictive variance is ``sigma2 (1 + v / r)``
       with ``sigma2`` the noise variance estimated from the references' (clipped)
       residuals.
+    * **Channels that are absent** but known (seen within ``evict_after``
+      readings) add the variance of their term over their own distribution to
+      the prediction's: a reading that lost a sensor gets a wider interval, and its
+      residual teaches the present channels as much less (its noise is larger).
+    * **Error feedback**: a virtual sensor's errors persist, so the model's
+      residual on the last reference, ``d`` readings ago, shifts the prediction by
+      ``c_d e`` and shrinks its variance by ``1 - rho_d^2``, with ``c_d`` and
+      ``rho_d`` learned from consecutive references' residuals ``d`` apart (a
+      bucket per lag, ``n_lags`` of them, shrunk toward 0): the soft sensors' bias
+      update (Kadlec, Gabrys & Strandt, "Data-driven soft sensors in the process
+      industry", Comput. Chem. Eng. 2009) with its gain learned per lag.  Where
+      errors do not persist it stays near 0.  A late reference counts as learned
+      at the reading where it arrives.
     * **The interval** ``yhat -+ q sd`` holds by conformal calibration on the
       references: ``q`` is the split-conformal quantile of the normalized scores
       ``|y - yhat| / sd`` of the last ``calibration_window`` references (normalized
@@ -154,8 +170,10 @@ class AROWRegressor(Learner):
       is asked for with probability ``1 / (1 + (u / threshold)^p)``
       (ActiveAROW's rule, :func:`~edgelearn.kernels.arow.draw_query`), and
       ``threshold`` adapts after every reading so that a ``target_query_rate``
-      share is asked (:func:`~edgelearn.kernels.arow.adapt_threshold`); a rate of
-      1.0 asks for every reference.  A reading whose channels are new or rarely
+      share is asked (:func:`~edgelearn.kernels.arow.adapt_threshold`); a token
+      bucket (``target_query_rate`` earned per reading, at most ``burst`` held)
+      grants the questions, so ``n`` readings are never asked more than
+      ``target_query_rate n`` times.  A rate of 1.0 asks for every reference.  A reading whose channels are new or rarely
       learned has a large ``v``, hence a wide interval, and is asked for.
 
     Parameters
@@ -174,7 +192,9 @@ class AROWRegressor(Learner):
     aci_gamma
         Adaptive conformal inference's step: 0 keeps the level at ``1 - coverage``.
     huber
-        A reference's residual is clipped to this many predictive sds.
+        A reference's residual is clipped to this many (calibrated) sds.
+    reject
+        A reference this many sds off, alone, is a spike and is not learned.
     noise_half_life
         The noise variance estimate forgets at this many references.
     target_query_rate
@@ -183,8 +203,13 @@ class AROWRegressor(Learner):
         Sharpness ``p`` of the query rule.
     budget_gain
         Speed of the rate control.
+    burst
+        The most questions the token bucket holds (asked in a row after a calm).
     width_half_life
         The history of the interval's width spans about this many readings.
+    n_lags
+        Lag buckets of the error feedback (16 exact lags, then one per doubling:
+        24 reach 4096 readings); 0 turns it off.
     learn_intercept
         Learn an intercept (a constant feature, starting at variance 1).
     capacity
@@ -197,9 +222,10 @@ class AROWRegressor(Learner):
     Memory bound: with ``F = capacity * (1 + n_bins)`` features, ``16 F + 16`` bytes
     for the belief (means and variances, intercept), ``12 F`` of feature scratch,
     ``8 capacity n_bins + 8 max(n_bins - 1, 0)`` for the bin frequencies and edges,
-    ``16 calibration_window`` for the score ring and its sorting scratch, ``8 *
-    14`` of statistics and 8 of generator state, plus the ChannelSpace.  At the
-    defaults (``capacity = 256``, 8 bins, a window of 256): 87 kB.
+    ``16 calibration_window`` for the score ring and its sorting scratch, ``32
+    n_lags`` for the lag table, ``capacity`` bytes of scratch, ``8 * 21`` of
+    statistics and 8 of generator state, plus the ChannelSpace.  At the defaults
+    (``capacity = 256``, no bins): 41,152 bytes; with 8 bins, 114,936.
 
     Examples
     --------
@@ -234,6 +260,7 @@ class AROWRegressor(Learner):
         "calibration_window": Interval(int, 1, None),
         "aci_gamma": Interval(float, 0, None),
         "huber": Interval(float, 0, None, closed="right"),
+        "reject": Interval(float, 0, None, closed="right"),
         "noise_half_life": Interval(float, 0, None, closed="right"),
         "target_query_rate": Interval(float, 0, 1, closed="right"),
         "query_power": Interval(float, 0, None, closed="right"),
@@ -249,13 +276,14 @@ class AROWRegressor(Learner):
 
     def __init__(
         self,
-        r: float = 1.0,
-        n_bins: int = 8,
+        r: float = 0.003,
+        n_bins: int = 0,
         variance_floor: float = 0.3,
         coverage: float = 0.9,
         calibration_window: int = 256,
         aci_gamma: float = 0.005,
         huber: float = 3.0,
+        reject: float = 6.0,
         noise_half_life: float = 500.0,
         target_query_rate: float = 0.2,
         query_power: float = 5.0,
@@ -313,6 +341,11 @@ class AROWRegressor(Learner):
         """The share of scored references inside their interval (NaN before one)."""
         inside, scored = self.coverage_counts
         return inside / scored if scored else math.nan
+
+    @property
+    def n_rejected(self) -> int:
+        """References not learned: spikes beyond ``reject`` sds (see **Outliers**)."""
+        return int(self.stats[K.N_REJECTED])
 
     @property
     def noise_sd(self) -> float:
@@ -378,7 +411,7 @@ class AROWRegressor(Learner):
         ``(slots, z)`` (from :meth:`decide_one`), with the model as it is now."""
         y = check_target(y, type(self).__name__)
         K.learn(slots, z, len(slots), y, *self._arrays_in(self.channels.t - 1), self.scores,
-                self._sorted, self.r, self.variance_floor, self.huber, 1.0 - self.coverage,
+                self._sorted, self.r, self.variance_floor, self.huber, self.reject, 1.0 - self.coverage,
                 self.aci_gamma, self._noise_forget, self._noise_forget)
         self.targets.learned = True
 
