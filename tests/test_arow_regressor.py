@@ -242,10 +242,11 @@ def test_it_keeps_learning_under_drift():
 def test_outlying_references_move_it_a_bounded_step():
     # 3% of the references are off by 3000 (300 noise sds): the spike test and the
     # Huber clip keep the MAE on the true values near the clean run's; without them
-    # (huber and reject at 1e9) it is not. Either alone bounds the damage too.
+    # (huber and reject at 1e9) it is not. Either alone bounds the damage too (the
+    # clip at 3 sds: at the default 8 it leaves the spike test the work).
     clean, _ = prequential(AROWRegressor(seed=3), linear_stream(4000, 4), start=500)
     robust = {}
-    for name, params in (("both", {}), ("clip", {"reject": 1e9}), ("reject", {"huber": 1e9}),
+    for name, params in (("both", {}), ("clip", {"reject": 1e9, "huber": 3.0}), ("reject", {"huber": 1e9}),
                          ("none", {"huber": 1e9, "reject": 1e9})):
         model = AROWRegressor(seed=3, **params)
         robust[name], _ = prequential(model, linear_stream(4000, 4, outliers=0.03), start=500)
