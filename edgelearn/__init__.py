@@ -12,7 +12,9 @@ import importlib
 
 from . import _post_import
 from .channels import ChannelSpace
-from .learners import DEFAULT_KIND, KINDS, LEARNERS, Decision, Learner, from_state, make_learner
+from .learners import (
+    CAPABILITIES, DEFAULT_KIND, KINDS, LEARNERS, TASKS, Decision, Learner, from_state, make_learner,
+)
 
 __version__ = "0.1.0"
 
@@ -21,7 +23,7 @@ _LAZY = {
     "PA": ".learners", "PAACDS": ".learners", "PAFE": ".learners", "SynthesisNB": ".learners",
     "MultiLabelKELM": ".learners", "OnlineEnsemble": ".learners", "ActiveAROW": ".learners",
     "prequential": ".evaluate", "replay": ".evaluate", "check_learner": ".checks",
-    # the regression task's learner: its module until the learners' kind registry has it
+    # the regression task's learner, from its module until the kind registry lists it
     "AROWRegressor": ".learners.arow_regressor",
 }
 _SUBMODULES = ("bench", "checks", "datasets", "evaluate", "metrics", "state", "streams")
@@ -44,7 +46,7 @@ def __dir__() -> list[str]:
 _post_import.when_imported("river.base", lambda: importlib.import_module(".river", __name__))
 
 __all__ = [
-    "ActiveAROW", "AROWRegressor", "ChannelSpace", "DEFAULT_KIND", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner",
+    "ActiveAROW", "AROWRegressor", "CAPABILITIES", "ChannelSpace", "DEFAULT_KIND", "TASKS", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner",
     "MultiLabelKELM", "PA", "PAACDS", "PAFE",
     "OnlineEnsemble", "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
 ]

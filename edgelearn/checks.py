@@ -69,14 +69,32 @@ def _hashable(label):
 # -- checks ------------------------------------------------------------------------
 
 
+#: The public method(s) each capability promises (edgelearn.learners.base.CAPABILITIES).
+_CAPABILITY_METHODS = {
+    "decide_learn": ("decide_and_learn", "decide_learn_claimed"),
+    "array_loop": ("replay_arrays",),
+    "log_loop": ("run_rows",),
+    "batch_pass": ("run_rows",),
+    "label_rate": (),
+    "merge": ("merge",),
+}
+
+
 def check_declares_capabilities(learner: Learner) -> None:
-    """Capabilities are bools declared as class data, and the instance's task
-    is one of them."""
+    """The task and capabilities are declared as class data (frozensets of known
+    names), the instance's task is one of the class's, and each capability the
+    instance has comes with the public method it names."""
     cls = type(learner)
-    for name in ("supports_binary", "supports_multiclass", "supports_multilabel", "asks_selectively"):
-        assert isinstance(getattr(cls, name), bool), f"{cls.__name__}.{name} must be a bool"
-    assert getattr(cls, f"supports_{learner.task}"), \
-        f"{cls.__name__} is {learner.task} but does not declare supports_{learner.task}"
+    assert isinstance(cls.tasks, frozenset) and cls.tasks, f"{cls.__name__}.tasks must name its tasks"
+    assert isinstance(cls.capabilities, frozenset), f"{cls.__name__}.capabilities must be a frozenset"
+    assert isinstance(cls.asks_selectively, bool), f"{cls.__name__}.asks_selectively must be a bool"
+    assert learner.task in cls.tasks, \
+        f"{cls.__name__} is {learner.task} but declares the tasks {sorted(cls.tasks)}"
+    for capability, methods in _CAPABILITY_METHODS.items():
+        if learner.can(capability):
+            for method in methods:
+                assert callable(getattr(learner, method, None)), \
+                    f"{cls.__name__} can {capability!r} but has no method {method}()"
 
 
 def check_every_parameter_is_constrained(learner: Learner) -> None:

@@ -14,11 +14,7 @@ from typing import Iterable
 import numpy as np
 
 from . import metrics
-from .kernels import replay as loops
-from .channels import name_key
 from .learners.base import BinaryTargets
-from .learners.pa import PA
-from .learners.paacds import PAACDS, _K0
 
 
 @dataclass
@@ -147,7 +143,8 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
     named ``feature_names[j]`` (default ``str(j)``).  The predictions, query
     decisions and final model are exactly those of :func:`prequential` over
     the same rows as dicts (``edgelearn.streams.iter_array``) with the same
-    seed.  Works for :class:`PAACDS` and :class:`PA`; the model is updated in
+    seed.  Works for the learners that declare the ``"array_loop"`` capability
+    (:class:`PAACDS`, :class:`PA`); the model is updated in
     place and may go on learning afterwards, from dicts or arrays.
 
     >>> import numpy as np
@@ -171,101 +168,12 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
     feature_names = list(feature_names)
     if len(feature_names) != X.shape[1]:
         raise ValueError(f"feature_names has {len(feature_names)} names for {X.shape[1]} columns.")
-    if not isinstance(model, (PAACDS, PA)):
+    if not model.can("array_loop"):
         raise TypeError(
-            f"replay runs PAACDS and PA in jitted code; for a {type(model).__name__} "
-            "use edgelearn.evaluate.prequential over edgelearn.streams.iter_array(X, y)."
+            f"replay runs learners that declare the 'array_loop' capability in jitted "
+            f"code; for a {type(model).__name__} use edgelearn.evaluate.prequential over "
+            "edgelearn.streams.iter_array(X, y)."
         )
-
-    space = model.channels
-    col_slot, slot_col, changed, counters = space.column_map(feature_names)
-    n = X.shape[0]
-    pred = np.empty(n, dtype=np.int64)
-    margins = np.empty(n, dtype=np.float64)
-    channel_args = (space.count, space.mean, space.var, space.last_seen, space.forget, space.eps, space.z_max, space.evict_after)
-    binary = _is_binary(model)
-
-    start = time.perf_counter()
-    knew_labels = model.targets.learned_any
-    if isinstance(model, PA):
-        y_sign = _signs(y, model)
-        loops.pa_loop(
-            X, y_sign, col_slot, slot_col, changed, counters, *channel_args, model._scale,
-            model.w, model.intercept, float(model.C), model.mode, model.learn_intercept, pred, margins,
-        )
-        asked = np.ones(n, dtype=bool)
-        y_labels = y_sign
-    else:
-        asked = np.empty(n, dtype=np.bool_)
-        if binary:
-            y_labels = _signs(y, model)
-            code_class = np.zeros(0, dtype=np.int64)
-            class_code = np.zeros(0, dtype=np.int64)
-            uniques = []
-        else:
-            uniques, y_labels = _codes(y, model)
-            code_class = np.full(len(uniques), -1, dtype=np.int64)
-            for code, label in enumerate(uniques):
-                code_class[code] = model.targets.find(label)
-            class_code = np.full(model.n_classes, -1, dtype=np.int64)
-            for code, c in enumerate(code_class):
-                if c >= 0:
-                    class_code[c] = code
-        target = 0.0 if model.target_query_rate is None else float(model.target_query_rate)
-        delta, n_known = loops.paacds_loop(
-            X, y_labels, active, col_slot, slot_col, changed, counters, *channel_args,
-            model.W, model.b, model.active, model.h, model.h_n, model.h_mean, model.h_var, model._h_forget, _K0,
-            model.rng_state, model._current_delta, target, float(model.budget_gain), float(model.C),
-            model._variant_i, model.learn_intercept, model._lam, float(model.B), model._max_weights,
-            code_class, class_code, len(model.targets.labels), model._scores, model._idx_buf, model._score_buf,
-            np.array([name_key(name) for name in feature_names], dtype=np.float64), space.name_key,
-            pred, margins, asked,
-        )
-        model._current_delta = float(delta)
-        for c in range(len(model.targets.labels), n_known):
-            model.targets.index(uniques[class_code[c]])
-    seconds = time.perf_counter() - start
-
-    space.take_column_map(feature_names, slot_col, changed, counters)
-
+    result = model.replay_arrays(X, y, active, feature_names)
     truth = list(y.tolist()) if isinstance(y, np.ndarray) else list(y)
-    if binary:
-        predictions = [model.targets.decode(bool(p > 0)) for p in pred.tolist()]
-    else:
-        predictions = [model.targets.decode(int(c)) for c in pred.tolist()]
-    if not knew_labels and n:
-        # The rule for a learner that knows no label (learners/base.py): up to and
-        # including the first instance it learned, it predicted the neutral answer.
-        learned = np.flatnonzero(asked) if active else np.arange(n)
-        first = int(learned[0]) if len(learned) else n - 1
-        predictions[: first + 1] = [model.targets.neutral()] * (first + 1)
-    return _result(truth, predictions, asked, seconds, binary)
-
-
-def _signs(y, model) -> np.ndarray:
-    """Binary labels to a float array of +1/-1 through the learner's targets,
-    registering its labels in order of first appearance."""
-    values = y.tolist() if isinstance(y, np.ndarray) else list(y)
-    cache: dict = {}
-    out = np.empty(len(values), dtype=np.float64)
-    for i, v in enumerate(values):
-        sign = cache.get(v)
-        if sign is None:
-            sign = cache[v] = model.targets.sign(v)
-        out[i] = sign
-    return out
-
-
-def _codes(y, model) -> tuple[list, np.ndarray]:
-    """Multiclass labels to integer codes, refusing more classes than the model holds."""
-    codes: dict = {}
-    out = np.empty(len(y), dtype=np.float64)
-    for i, v in enumerate(y.tolist()):
-        out[i] = codes.setdefault(v, len(codes))
-    uniques = list(codes)
-    total = set(model.targets.labels) | set(uniques)
-    if len(total) > model.n_classes:
-        raise ValueError(
-            f"PAACDS was built with n_classes={model.n_classes}; these labels hold {len(total)} classes."
-        )
-    return uniques, out
+    return _result(truth, result.predictions, result.asked, result.seconds, _is_binary(model))

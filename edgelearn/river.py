@@ -22,9 +22,6 @@ River:
 True
 >>> isinstance(edgelearn.MultiLabelKELM(), base.MultiLabelClassifier)
 True
->>> from edgelearn.learners.arow_regressor import AROWRegressor
->>> isinstance(AROWRegressor(), base.Regressor), isinstance(AROWRegressor(), base.Classifier)
-(True, False)
 
 Every learner passes ``river.checks.check_estimator`` at its defaults
 (``tests/test_river.py``).
@@ -40,25 +37,25 @@ __all__ = ["register"]
 
 
 def register(cls: type) -> type:
-    """Register one learner class with the River base classes its capabilities
-    name: a regressor (``"regression"`` among its class's ``tasks``) is a
-    ``Regressor``; every other learner a ``Classifier``, a multi-label one also a
-    ``MultiLabelClassifier``."""
-    if "regression" in getattr(cls, "tasks", ()):
-        base.Regressor.register(cls)
-        return cls
-    base.Classifier.register(cls)
-    if cls.supports_multilabel:
+    """Register one learner class with the River base classes its tasks name: a
+    classifier is a ``Classifier`` (a multi-label one also a
+    ``MultiLabelClassifier``), a regressor a ``Regressor``, a detector an
+    ``AnomalyDetector``."""
+    if cls.tasks & {"binary", "multiclass", "multilabel"}:
+        base.Classifier.register(cls)
+    if "multilabel" in cls.tasks:
         base.MultiLabelClassifier.register(cls)
+    if "regression" in cls.tasks:
+        base.Regressor.register(cls)
+    if "anomaly" in cls.tasks:
+        base.AnomalyDetector.register(cls)
     return cls
 
 
 def _register_all(cls: type) -> None:
+    register(cls)
     for sub in cls.__subclasses__():
-        register(sub)
         _register_all(sub)
 
 
-# The learner classes, not their base: a virtual base class would make every learner
-# a Classifier, the regressors too.
 _register_all(Learner)

@@ -25,8 +25,9 @@ How:
    the loop's predictions and queries, with the pipeline's own rules, per label
    and per run of rows rather than per row.
 
-Which streams take the jitted loop (:data:`JITTED_KINDS`): binary PAACDS under
-the ``from_data`` and ``all`` label policies. Every other learner kind, and a
+Which streams take the jitted loop: those whose learner declares the
+``"log_loop"`` capability (binary PAACDS today), under the ``from_data`` and ``all``
+label policies. Every other learner, and a
 stream whose messages list their channels in differing orders (the learner's
 sums run in message order, so an array's column order would change the last
 bits), runs on the per-message path, and the result says so per stream.
@@ -47,7 +48,8 @@ from .recorder import LogFiles, LogRecord, read_log
 
 __all__ = ["JITTED_KINDS", "jitted_path", "replay_records"]
 
-#: Learner kinds with a jitted log loop, and the condition under which it is used.
+#: Learner kinds with a jitted log loop, and the condition under which it is used
+#: (kept for callers of the older name; the pipeline asks the learner instead).
 JITTED_KINDS = {"paacds": "binary (n_classes=2), label policy from_data or all"}
 
 #: Messages of one stream kept before they are run (memory stays bounded over
@@ -61,12 +63,10 @@ _OFFLINE_POLICIES = ("from_data", "all")
 
 def jitted_path(pipeline: Pipeline) -> str | None:
     """Why ``pipeline``'s streams cannot take the jitted loop, or None if they can."""
-    if pipeline.learner_kind not in JITTED_KINDS:
-        return f"{pipeline.learner_kind} has no jitted log loop"
+    if not pipeline.learner_can("log_loop"):
+        return f"{pipeline.learner_kind} has no jitted log loop for {pipeline.task} streams"
     if pipeline.label_policy not in _OFFLINE_POLICIES:
         return f"label policy {pipeline.label_policy!r} answers labels message by message"
-    if pipeline.learner_params.get("n_classes", 2) != 2:
-        return "multiclass PAACDS has no jitted log loop yet"
     return None
 
 

@@ -18,10 +18,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from edgelearn.channels import name_key
-from edgelearn.kernels import log_replay as loop
+from edgelearn.learners.arrays import RowsPass
 from edgelearn.learners.base import BinaryTargets
-from edgelearn.learners.paacds import _K0
 
 from .fast_decode import FastDecoder
 from .kernels.replay_rows import first_rows, sequence
@@ -149,66 +147,15 @@ def run_pass(pipeline: Pipeline, name: str, arrays: tuple, columns: np.ndarray,
     X[np.repeat(np.arange(n), count), position[pair_name]] = pair_value
 
     codes, truth, labels, side_labels = _label_sides(pipeline, stream, label, decoder)
-    code_sign = np.zeros(max(len(labels), 1))
-    # Labels the learner knows already have their side now (sign() of a known label
-    # changes nothing); a new one gets it when first learned, in the loop's order.
-    targets = model.targets
-    known = targets.to_state()
-    for code, y in enumerate(labels):
-        sign = targets.sign(y)
-        if targets.to_state() != known:  # it was new: not yet
-            targets.load(known)
-        else:
-            code_sign[code] = sign
-
-    space = model.channels
-    col_slot, slot_col, changed, counters = space.column_map(names)
-    width = max(len(names), 1)
-    slots = np.empty(width, dtype=np.int32)
-    vals = np.empty(width, dtype=np.float64)
-    cap = space.capacity
-    xs, zs, hs = np.empty(cap), np.empty(cap), np.empty(cap)
-    pred = np.empty(n, dtype=np.int64)
-    margins = np.empty(n, dtype=np.float64)
-    asked = np.zeros(n, dtype=np.bool_)
-    col_key = np.array([name_key(c) for c in names], dtype=np.float64)
-    target = 0.0 if model.target_query_rate is None else float(model.target_query_rate)
     active_learning = pipeline.label_policy == "from_data"
     requesting = pipeline.label_policy == "request"
     journaling = pipeline.on_learn is not None or pipeline.on_learn_batch is not None
-    if requesting or journaling:  # label requests and the journal keep the features the learner saw
-        feat_k = np.empty(n, dtype=np.int64)
-        feat_slots = np.empty((n, width), dtype=np.int32)
-        feat_z = np.empty((n, width), dtype=np.float64)
-    else:
-        feat_k, feat_slots, feat_z = np.empty(0, dtype=np.int64), np.empty((0, 1), dtype=np.int32), np.empty((0, 1))
-    # The learner's labels as its predictions saw them: (from row, targets state).
-    target_states: list[tuple[int, list]] = [(-1, model.targets.to_state())]
-
-    start, resume_k, delta = 0, -1, model._current_delta
-    while True:
-        row, status, delta, k = loop.paacds_binary_log_loop(
-            X, codes, code_sign, start, resume_k, active_learning,
-            col_slot, slot_col, changed, counters,
-            space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
-            space.z_max, space.evict_after,
-            model.W, model.b, model.active, model.h, model.h_n, model.h_mean, model.h_var,
-            model._h_forget, _K0, model.rng_state, delta, target, float(model.budget_gain),
-            float(model.C), model._variant_i, model.learn_intercept, model._lam, float(model.B),
-            model._max_weights, model._idx_buf, model._score_buf, col_key, space.name_key,
-            model._scores, slots, vals, xs, zs, hs, pred, margins, asked,
-            feat_k, feat_slots, feat_z,
-        )
-        if status == loop.DONE:
-            break
-        # A label this learner has not learned yet: its targets give it a side, as
-        # PAACDS.learn would; then the loop learns the row and goes on.
-        code = int(codes[row])
-        code_sign[code] = model.targets.sign(labels[code])
-        target_states.append((row, model.targets.to_state()))
-        start, resume_k = row, k
-    model._current_delta = float(delta)
-    space.take_column_map(names, slot_col, changed, counters)
+    # Label requests and the journal keep the features the learner saw.
+    result = model.run_rows(RowsPass(X, names, codes, labels, active_learning,
+                                     requesting or journaling))
+    pred, margins, asked = result.pred, result.margins, result.asked
+    feat_k, feat_slots, feat_z = result.feat_k, result.feat_slots, result.feat_z
+    target_states = result.label_states
 
     # Counters, as _handle_data keeps them.
     n_asked = int(asked.sum())

@@ -60,7 +60,7 @@ channel names, nothing to drop) is decoded once and checked by
 the same code, and ``tests/test_fast_path.py`` holds them to the same outputs.
 A binary PAACDS or ActiveAROW stream whose two labels are settled then predicts,
 scores and learns a reading whose label is settled (or absent) in one kernel call
-(their ``_decide_learn``, :class:`_LeanBinary`); ``tests/test_lean_path.py`` holds it
+(their ``decide_learn_claimed``, :class:`_LeanBinary`); ``tests/test_lean_path.py`` holds it
 to the per-call path byte for byte.
 
 Nothing a client sends stops the pipeline: every reject is counted by reason
@@ -348,7 +348,7 @@ class _Stream:
 class _LeanBinary:
     """What a binary stream whose two labels are settled (the stream's and its
     learner's) needs to predict, score and learn a reading in one kernel call
-    (``_decide_learn``: PAACDS, ActiveAROW), all looked up once: the label a margin
+    (``decide_learn_claimed``: PAACDS, ActiveAROW), all looked up once: the label a margin
     predicts and whether it is the stream's positive one, and per settled label its
     verdict and the learner's sign for it. Nothing here can change once both sides
     are settled."""
@@ -375,7 +375,7 @@ class _LeanBinary:
         learner = stream.learner
         targets = learner.targets
         settled = stream.settled_sides
-        self.decide_learn = learner._decide_learn
+        self.decide_learn = learner.decide_learn_claimed
         self.space = learner.channels
         # The slots of the channel names in a reading's order, while no slot changes
         # hands (the space's counts of assigned and evicted slots stay as they were).
@@ -384,7 +384,7 @@ class _LeanBinary:
         # Index: the margin's side (what decide_one's label is made of); a margin of
         # exactly 0 is the learner's call (PAACDS: positive, ActiveAROW: negative).
         self.predicted = (targets.decode(False), targets.decode(True))
-        self.zero_positive = learner._ZERO_MARGIN_POSITIVE
+        self.zero_positive = learner.zero_margin_positive
         self.guess = tuple(settled[p][1] for p in self.predicted)
         # label -> (its type, truth for the metrics, the learner's sign of it)
         self.labels = {
@@ -417,7 +417,7 @@ class _LeanBinary:
     def fits(stream: _Stream) -> bool:
         """Whether ``stream`` can take the one-call path now."""
         learner = stream.learner
-        if not (stream.binary and hasattr(learner, "_decide_learn")
+        if not (stream.binary and learner.can("decide_learn")
                 and len(learner.targets.labels) == 2):
             return False
         settled = stream.settled_sides
@@ -511,6 +511,7 @@ class Pipeline:
         # One learner built now: a bad kind or parameter fails here, and it gives the
         # per-stream memory for the status message.
         prototype = edgelearn.make_learner(learner_kind, self.learner_params)
+        self._prototype = prototype
         self._learner_class = type(prototype)
         self._learner_params_norm = prototype.get_params()
         self._learner_bytes = prototype.memory_bytes()
@@ -569,12 +570,11 @@ class Pipeline:
         self._fast_batches = limits.max_depth >= 4
         # Batches of binary PAACDS streams: one jitted decode and one jitted learner
         # pass per batch (_jitted_batch); the decoder is made on the first batch.
-        self._jitted_batches = (self._fast_batches and learner_kind == "paacds"
-                                and self._learner_params_norm.get("n_classes", 2) == 2)
+        self._jitted_batches = self._fast_batches and prototype.can("batch_pass")
         self._batch_decoder: Any = None
         # Binary PAACDS streams take the one-call path once their labels are settled.
         # (PAACDS is not imported here: a gateway loads only its own learner kind.)
-        self._lean_streams = hasattr(prototype, "_decide_learn") and prototype.task == "binary"
+        self._lean_streams = prototype.can("decide_learn")
 
     # -- the per-message path --------------------------------------------------
 
@@ -1092,6 +1092,16 @@ class Pipeline:
         return self.labels.expire()
 
     # -- reporting -------------------------------------------------------------
+
+    @property
+    def task(self) -> str:
+        """The task of every stream's learner (``edgelearn.learners.base.TASKS``)."""
+        return self._prototype.task
+
+    def learner_can(self, capability: str) -> bool:
+        """Whether the streams' learners can do ``capability``
+        (``edgelearn.learners.base.CAPABILITIES``)."""
+        return self._prototype.can(capability)
 
     @property
     def streams(self) -> list[str]:

@@ -13,7 +13,8 @@ from edgelearn import state as checkpoint
 from edgelearn.kernels import arow_regression as K
 from edgelearn.kernels.rng import new_state
 from edgelearn.learners.arow import bin_edges
-from edgelearn.learners.arow_regressor import AROWRegressor, check_target
+from edgelearn.learners.arow_regressor import AROWRegressor
+from edgelearn.learners.base import Decision
 from edgelearn.metrics import RegressionMetrics
 
 RTOL = 1e-10
@@ -324,13 +325,17 @@ def test_river_calls_and_bad_references():
     assert lower < yhat < upper
     assert model.task == "regression" and model.targets.accepts(1.5) and not model.targets.accepts("x")
     d = model.decide_one({"a": 1.0})
-    for bad, error in ((float("nan"), ValueError), (float("inf"), ValueError), ("3", TypeError),
-                       (True, TypeError), (None, TypeError)):
-        with pytest.raises(error, match=r"The 'y' parameter of AROWRegressor must be a finite number"):
+    assert type(d) is Decision and set(d.extra) == {"lower", "upper"}
+    assert d.extra["lower"] < d.label < d.extra["upper"] and d.score > 0
+    n = model.n_references
+    for bad in (float("nan"), float("inf"), "3", True, None):
+        with pytest.raises(ValueError, match=r"AROWRegressor learns numbers: a finite int or float. Got"):
             model.learn(d.slots, d.z, bad)
-    assert check_target(np.int64(3), "X") == 3.0
+    assert model.n_references == n  # nothing was learned
+    model.learn(d.slots, d.z, np.int64(3))
     with pytest.raises(TypeError, match="regressor"):
         model.predict_proba_one({"a": 1.0})
+    assert model.can("label_rate") and not model.can("decide_learn")
     with pytest.raises(ValueError, match=r"The 'coverage' parameter of AROWRegressor must be a float in \(0, 1\)"):
         AROWRegressor(coverage=1.0)
     with pytest.raises(ValueError, match=r"The 'target_query_rate' parameter of AROWRegressor"):

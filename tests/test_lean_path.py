@@ -172,7 +172,7 @@ def test_a_zero_margin_predicts_what_decide_one_predicts(kind):
         prediction = msgpack.unpackb(a[0].payload)
         if prediction["score"] == 0.0 and lean._streams["a"].lean is not None:
             zero_margins += 1
-            side = KINDS[kind]._ZERO_MARGIN_POSITIVE
+            side = KINDS[kind].zero_margin_positive
             assert prediction["y"] == lean.learner("a").targets.decode(side)
     assert zero_margins >= 4
     assert lean.counters() == reference.counters()

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=20000, help="readings (default: 20000)")
     parser.add_argument("--passes", type=int, default=5, help="passes, the least counts (default: 5)")
-    one_call = [kind for kind in KINDS if hasattr(KINDS[kind], "_decide_learn")]
+    one_call = [kind for kind in KINDS if "decide_learn" in KINDS[kind].capabilities]
     parser.add_argument("--kind", default=DEFAULT_KIND, choices=one_call,
                         help=f"learner kind, one with a one-call path (default: {DEFAULT_KIND})")
     args = parser.parse_args(argv)
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     lean = stream.lean
     if lean is None:
         raise SystemExit(f"profile_pipeline: the {args.kind} stream did not take the one-call "
-                         "path (only a binary learner with _decide_learn does)")
+                         "path (only a binary learner declaring 'decide_learn' does)")
     limits, names = pipeline.limits, pipeline._names
     decoded = [pipeline._unpack(payload) for payload in payloads]
     plain = [plain_reading(obj, limits, names) for obj in decoded]

@@ -172,10 +172,10 @@ class ActiveAROW(OneCallBinary, Learner):
     accuracy 0.89 with 20% of the labels
     """
 
-    supports_binary = True
-    supports_multiclass = True
+    tasks = frozenset({"binary", "multiclass"})
+    capabilities = frozenset({"decide_learn", "label_rate"})
     asks_selectively = True
-    _ZERO_MARGIN_POSITIVE = False  # _score: margin > 0 (one_call.py)
+    zero_margin_positive = False  # _score: margin > 0 (one_call.py)
     _parameter_constraints = {
         "r": Interval(float, 0, None, closed="right"),
         "query_power": Interval(float, 0, None, closed="right"),
@@ -228,7 +228,7 @@ class ActiveAROW(OneCallBinary, Learner):
         self._r = float(r)
         self._floor = float(variance_floor)
         self._u = 0.0  # the last scored instance's |margin| / sd, for _ask
-        self._fused = Fused()  # see _decide_learn
+        self._fused = Fused()  # see decide_learn_claimed
 
     @property
     def current_threshold(self) -> float:
@@ -243,7 +243,7 @@ class ActiveAROW(OneCallBinary, Learner):
         label, margin = self._predict(slots, z)
         return Decision(label, margin, self._ask(margin), slots, z)
 
-    def _decide_learn(self, slots, z, sign: float, only_if_asked: bool):
+    def decide_learn_claimed(self, slots, z, sign: float, only_if_asked: bool):
         """The binary kernel of :meth:`decide_and_learn` on claimed ``(slots, z)`` (z
         standardized in place) and the known label's ``sign`` (+1.0 or -1.0; 0.0:
         decide only): ``(margin, asked, learned)``, the same bits as ``decide_one``

@@ -5,100 +5,19 @@ Beyond the seed papers; the papers it builds on are in the class docstring."""
 from __future__ import annotations
 
 import math
-import numbers
 from statistics import NormalDist
-from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..constraints import Boolean, Interval, format_value
+from ..constraints import Boolean, Interval
 from ..kernels import arow as arow_kernels
 from ..kernels import arow_regression as K
 from ..kernels.rng import new_state
 from .arow import bin_edges
-from .base import Learner, Targets
+from .base import Decision, Learner
 
 #: Variance of a weight never learned (only its ratio to ``r`` matters).
 _PRIOR_VAR = 1.0
-
-
-class RegressionDecision(NamedTuple):
-    """What a regressor decided about one reading: the fields of
-    :class:`~edgelearn.learners.base.Decision`, in its order, plus ``extra``.
-
-    ``label`` the prediction, ``score`` its predictive standard deviation, ``ask``
-    whether to ask for the reference, ``(slots, z)`` what to learn it on, and
-    ``extra = {"lower": float, "upper": float}`` the interval."""
-
-    label: float
-    score: float
-    ask: bool
-    slots: np.ndarray
-    z: np.ndarray
-    extra: dict | None = None
-
-
-def check_target(y: Any, owner: str) -> float:
-    """A reference as a float: a finite real number (a bool is not one).
-
-    >>> check_target(3, "AROWRegressor"), check_target(np.float32(2.5), "AROWRegressor")
-    (3.0, 2.5)
-    >>> check_target(float("nan"), "AROWRegressor")
-    Traceback (most recent call last):
-    ...
-    ValueError: The 'y' parameter of AROWRegressor must be a finite number. Got nan.
-    >>> check_target("21.5", "AROWRegressor")
-    Traceback (most recent call last):
-    ...
-    TypeError: The 'y' parameter of AROWRegressor must be a finite number. Got '21.5'.
-    """
-    if isinstance(y, (bool, np.bool_)) or not isinstance(y, numbers.Real):
-        raise TypeError(f"The 'y' parameter of {owner} must be a finite number. Got {format_value(y)}.")
-    value = float(y)
-    if not math.isfinite(value):
-        raise ValueError(f"The 'y' parameter of {owner} must be a finite number. Got {format_value(y)}.")
-    return value
-
-
-class RegressionTargets(Targets):
-    """A regressor's targets: finite numbers, no label table to hold."""
-
-    task = "regression"
-    capacity = 0
-
-    def __init__(self, owner: str):
-        super().__init__(owner)
-        self.learned = False  # set by the learner once it has learned a reference
-
-    @property
-    def labels(self) -> list:
-        return []
-
-    @property
-    def learned_any(self) -> bool:
-        return self.learned
-
-    def decode(self, code):
-        return float(code)
-
-    def proba(self, p) -> dict:
-        raise TypeError(f"{self.owner} is a regressor: it has no class probabilities.")
-
-    def accepts(self, y) -> bool:
-        try:
-            check_target(y, self.owner)
-        except (TypeError, ValueError):
-            return False
-        return True
-
-    def to_state(self) -> list:
-        return []
-
-    def load(self, labels: list) -> None:
-        pass
-
-    def neutral(self):
-        return 0.0
 
 
 class AROWRegressor(Learner):
@@ -270,7 +189,7 @@ class AROWRegressor(Learner):
     """
 
     tasks = frozenset({"regression"})
-    supports_binary = False
+    capabilities = frozenset({"label_rate"})
     asks_selectively = True
     _parameter_constraints = {
         "r": Interval(float, 0, None, closed="right"),
@@ -318,7 +237,7 @@ class AROWRegressor(Learner):
     ):
         self._set_params(locals())
         self._init_channels(capacity, evict_after)
-        self.targets = RegressionTargets(type(self).__name__)
+        self._init_targets(task="regression")
         features = capacity * (1 + n_bins)
         self.W = np.zeros((1, features), dtype=np.float64)
         self.S = np.full((1, features), _PRIOR_VAR, dtype=np.float64)
@@ -391,7 +310,7 @@ class AROWRegressor(Learner):
         arow_kernels.count_bins(slots, z, len(slots), self._edges, self.bin_freq,
                                 self.channels.count, self.channels.forget)
 
-    def decide_one(self, x: dict) -> RegressionDecision:
+    def decide_one(self, x: dict) -> Decision:
         """Observe ``x``, predict it with its interval, and decide once whether to
         ask for its reference."""
         slots, z = self.channels.observe(x, True)
@@ -401,7 +320,7 @@ class AROWRegressor(Learner):
             float(self.query_power),
             self.rng_state, float(self.target_query_rate), float(self.budget_gain),
             self._width_forget, float(self.burst))
-        return RegressionDecision(yhat, sd, bool(asked), slots, z, {"lower": lower, "upper": upper})
+        return Decision(yhat, sd, bool(asked), slots, z, {"lower": lower, "upper": upper})
 
     def _score(self, slots, z):
         yhat, sd, _, _ = K.predict(slots, z, len(slots), *self._arrays_in(self.channels.t), self.r)
@@ -423,17 +342,13 @@ class AROWRegressor(Learner):
                                           self.r)
         return yhat, lower, upper
 
-    def predict_proba_one(self, x: dict) -> dict:
-        raise TypeError(f"{type(self).__name__} is a regressor: it has no class probabilities.")
-
     def learn(self, slots, z, y) -> None:
         """Learn reference ``y`` (a finite number) of the reading whose features are
         ``(slots, z)`` (from :meth:`decide_one`), with the model as it is now."""
-        y = check_target(y, type(self).__name__)
+        y = self.targets.value(y)
         K.learn(slots, z, len(slots), y, *self._arrays_in(self.channels.t - 1), self.scores,
                 self._sorted, self.r, self.variance_floor, self.huber, self.reject, 1.0 - self.coverage,
                 self.aci_gamma, self._noise_forget, self._noise_forget)
-        self.targets.learned = True
 
     def _forget_slot(self, slot: int) -> None:
         arow_kernels.forget_slot(slot, self.W, self.S, _PRIOR_VAR)
@@ -442,13 +357,3 @@ class AROWRegressor(Learner):
     # -- state ------------------------------------------------------------------------
 
     _LEARNED = ("W", "S", "b", "Sb", "bin_freq", "scores", "stats", "lags", "rng_state")
-
-    def _load_learned(self, learned: dict) -> None:
-        super()._load_learned(learned)
-        self.targets.learned = self.stats[K.N_REF] > 0
-
-    # -- River ---------------------------------------------------------------------
-
-    @property
-    def _multiclass(self) -> bool:
-        return False

@@ -1,20 +1,31 @@
 """The contract every edgelearn learner follows.
 
-A learner is an online classifier with a fixed memory budget. It speaks two
+A learner is an online model with a fixed memory budget: a classifier (binary,
+multiclass, multi-label), a regressor or an anomaly detector. It speaks two
 dialects over one state:
 
-* dicts, River's names: ``predict_one(x)``, ``predict_proba_one(x)``,
-  ``learn_one(x, y)``, and ``decide_one(x)`` for active learning (observe,
-  predict, and draw the query decision once);
+* dicts, River's names: ``predict_one(x)``, ``predict_proba_one(x)`` (classifiers),
+  ``score_one(x)`` (detectors), ``learn_one(x, y)``, and ``decide_one(x)`` for
+  active learning (observe, predict, and draw the query decision once);
 * slots, for the gateway: ``learn(slots, z, y)`` learns from the features a
-  :class:`Decision` kept at prediction time, however late the label comes.
+  :class:`Decision` kept at prediction time, however late the answer comes.
+
+What a subclass declares (class data)
+-------------------------------------
+* ``tasks``: the tasks the class serves, a subset of :data:`TASKS`; an instance's
+  ``task`` (binary or multiclass by ``n_classes``, say) is one of them;
+* ``capabilities``: what it can do beyond the contract, a subset of
+  :data:`CAPABILITIES` (the one-call path, jitted loops, label requests at a rate,
+  merging); :meth:`Learner.can` answers for an instance, and may refine by task.
+  The gateway, replay, tuning and every output dispatch on these two, never on a
+  learner's kind or class;
+* ``asks_selectively``: whether ``decide_one`` may decline to ask for a label;
+* ``_parameter_constraints``: a :class:`~edgelearn.constraints.Constraint` per
+  constructor parameter (the configuration's documentation is made from them and
+  the class docstring's Parameters section).
 
 What a subclass writes
 ----------------------
-* class data: ``_parameter_constraints`` (a :class:`~edgelearn.constraints.Constraint`
-  per constructor parameter) and its capabilities: ``supports_binary``,
-  ``supports_multiclass``, ``supports_multilabel`` and ``asks_selectively``
-  (whether ``decide_one`` may decline to ask for a label);
 * ``__init__``: ``self._set_params(locals())`` (checks every parameter against the
   constraints and stores it under its own name), then ``self._init_channels(...)``,
   ``self._init_targets(n_classes)`` and every array it will ever use;
@@ -23,23 +34,17 @@ What a subclass writes
   ``learn(slots, z, y)`` and ``_forget_slot(slot)``;
 * ``_LEARNED`` (names of its learned arrays), or ``_learned_state`` /
   ``_load_learned`` for state beyond arrays; optionally ``_observe`` (unsupervised
-  statistics) and ``_ask`` (active learning).
+  statistics) and ``_ask`` (active learning);
+* for each capability it declares, the public method that capability names
+  (:data:`CAPABILITIES`).
 
-Labels: one targets object
---------------------------
-``self.targets`` owns label handling; a learner never sees the user's labels:
-
-* binary (:class:`BinaryTargets`): any two labels: bool, 0/1, -1/+1, strings
-  ("yes"/"no", "occupied"/"empty"). ``targets.sign(y)`` gives +1.0 or -1.0. True
-  and 1 are positive, False, 0 and -1 negative (one family: once True is known,
-  1 means it too); any other label takes the side still free, positive first. The code of a binary prediction is a bool
-  (positive or not); predictions come back in the user's own labels.
-* multiclass (:class:`MulticlassTargets`): any hashable labels, at most
-  ``n_classes``, indexed in order of first appearance; ``targets.index(y)``. The
-  code of a prediction is an index (-1: none).
-* multi-label (:class:`MultiLabelTargets`): a dict of label name to bool per
-  instance; ``targets.read(y, out)`` writes +1/-1/0 (missing) per label index.
-  The code of a prediction is already the dict of name to bool.
+Answers: one targets object
+---------------------------
+``self.targets`` (:mod:`edgelearn.learners.targets`) owns label handling; a learner
+never sees the user's labels. Binary: any two labels (bool, 0/1, -1/+1, strings),
+``targets.sign(y)`` is +1.0 or -1.0; multiclass: any hashable labels indexed by first
+appearance; multi-label: dicts of label name to bool; regression: finite numbers;
+anomaly: an operator's verdict (True: a real anomaly).
 
 Probabilities
 -------------
@@ -60,7 +65,8 @@ draws its query decision from the learner's margin.
 
 River
 -----
-The learners follow River's estimator protocol without importing River:
+The learners follow River's estimator protocol without importing River
+(:class:`~edgelearn.learners.river_protocol.RiverProtocol`):
 ``clone(new_params=None, include_attributes=False)``, ``_get_params``,
 ``mutate``, ``_tags``, ``_supervised``, ``_multiclass``, ``_unit_test_params``,
 ``_raw_memory_usage``, ``|`` into a River pipeline. River checks
@@ -79,7 +85,7 @@ Example: a learner in 30 lines (a perceptron)
 >>> from edgelearn.learners.base import Learner, logistic_proba
 >>> class Perceptron(Learner):
 ...     # A perceptron on the channels' z values (binary).
-...     supports_binary = True
+...     tasks = frozenset({"binary"})
 ...     _parameter_constraints = {"lr": Interval(float, 0, None, closed="neither"),
 ...                               "capacity": Interval(int, 1, None)}
 ...     def __init__(self, lr: float = 0.1, capacity: int = 64):
@@ -117,17 +123,26 @@ from __future__ import annotations
 
 import abc
 import copy
-import gc
 import inspect
 import math
 import sys
-import types
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..channels import ChannelSpace
 from ..constraints import check_params
+from .river_protocol import RiverProtocol
+from .targets import (  # noqa: F401  (their home before targets.py; still imported from here)
+    AnomalyTargets,
+    BinaryTargets,
+    LabelIndex,
+    MultiLabelTargets,
+    MulticlassTargets,
+    RegressionTargets,
+    Targets,
+    targets_for,
+)
 
 #: Version 2 adds the binary learners' labels (``learned["targets"]``); version 1
 #: states still load (their binary labels were True/False).
@@ -137,13 +152,37 @@ _READABLE_VERSIONS = (1, 2)
 #: Bytes counted per label a learner may hold (its name in the label table).
 LABEL_BYTES = 64
 
+#: The tasks a learner may serve, and what its predictions are.
+TASKS: dict[str, str] = {
+    "binary": "one of two labels",
+    "multiclass": "one of up to n_classes labels",
+    "multilabel": "a label set: a map of label name to bool",
+    "regression": "a number, with a lower and upper bound",
+    "anomaly": "a score in [0, 1] and an alarm (0/1), with the channels behind it",
+}
+
+#: What a learner may declare it can do, and the public method each names.
+CAPABILITIES: dict[str, str] = {
+    "decide_learn": "decide_and_learn(x, y) and decide_learn_claimed(slots, values, sign, "
+                    "only_if_asked): predict, ask and learn a labelled reading in one kernel call",
+    "array_loop": "replay_arrays(X, y, active, names): the prequential loop over an array of "
+                  "readings, jitted (edgelearn.replay)",
+    "log_loop": "run_rows(rows): a stream's decoded readings through one jitted loop "
+                "(edgelearn replay of logs)",
+    "batch_pass": "run_rows(rows) on the readings of one batch message (the gateway)",
+    "label_rate": "asks for a configured fraction of the labels (target_query_rate)",
+    "merge": "merge(other): an exact merge with another learner of its kind",
+}
+
 
 class Decision(NamedTuple):
     """What a learner decided about one instance.
 
-    ``label`` the prediction (in the user's labels), ``score`` its margin
-    (larger is surer), ``ask`` whether the label is worth asking for, and the
-    standardized features ``(slots, z)`` to learn from when the label comes back.
+    ``label`` the prediction (in the user's labels; a regressor's number; a
+    detector's alarm), ``score`` its margin (larger is surer; a regressor's
+    predictive standard deviation; a detector's score in [0, 1]), ``ask`` whether
+    the answer is worth asking for, the standardized features ``(slots, z)`` to learn
+    from when it comes back, and ``extra``, the task's own outputs.
     """
 
     label: Any
@@ -151,6 +190,9 @@ class Decision(NamedTuple):
     ask: bool
     slots: np.ndarray
     z: np.ndarray
+    #: The task's own outputs beyond label and score, or None: a regressor's
+    #: ``{"lower": float, "upper": float}``, a detector's ``{"top": (channel, ...)}``.
+    extra: dict | None = None
 
 
 def logistic_proba(margin: float) -> float:
@@ -179,355 +221,23 @@ def softmax_proba(scores: np.ndarray, n: int) -> np.ndarray:
     return e / e.sum()
 
 
-def _plain(y):
-    # NumPy scalars (np.bool_, np.int64, np.str_) as the Python value they stand for.
-    return y.item() if isinstance(y, np.generic) else y
-
-
-# -- targets --------------------------------------------------------------------
-
-
-class Targets(abc.ABC):
-    """The labels of one learner: how user labels become the learner's codes
-    and back. ``task`` is ``"binary"``, ``"multiclass"`` or ``"multilabel"``."""
-
-    task: str = ""
-    #: The most labels (label names, for multi-label) this learner can hold.
-    capacity: int = 0
-
-    def __init__(self, owner: str):
-        self.owner = owner
-
-    @property
-    @abc.abstractmethod
-    def labels(self) -> list:
-        """The user labels known so far, in the learner's order."""
-
-    @abc.abstractmethod
-    def decode(self, code):
-        """The user label a prediction's code stands for."""
-
-    @abc.abstractmethod
-    def proba(self, p) -> dict:
-        """Probabilities by user label from the learner's ``_proba`` output."""
-
-    @abc.abstractmethod
-    def accepts(self, y) -> bool:
-        """Whether ``y`` is a label this learner can take now (no error raised,
-        nothing registered): the gateway counts the others as unusable."""
-
-    @abc.abstractmethod
-    def to_state(self) -> list:
-        """The known labels, as plain values."""
-
-    @abc.abstractmethod
-    def load(self, labels: list) -> None:
-        """Start again from :meth:`to_state`'s output."""
-
-    @property
-    def learned_any(self) -> bool:
-        return bool(self.labels)
-
-    def neutral(self):
-        """The prediction of a learner that knows no label (see the module docstring)."""
-        return None
-
-    def neutral_proba(self) -> dict:
-        return {}
-
-
-_POSITIVE, _NEGATIVE = 1, 0
-
-
-def _side(y) -> int | None:
-    """The side a label takes by its value: True/1 positive, False/0/-1 negative,
-    None for any other label (it takes the side still free)."""
-    if isinstance(y, bool):
-        return _POSITIVE if y else _NEGATIVE
-    if isinstance(y, (int, float)):
-        if y == 1:
-            return _POSITIVE
-        if y == 0 or y == -1:
-            return _NEGATIVE
-    return None
-
-
-def _check_label(owner: str, y) -> None:
-    try:
-        hash(y)
-    except TypeError:
-        raise TypeError(f"{owner} labels must be hashable (a str, int, bool...). "
-                        f"Got {type(y).__name__}.") from None
-    if y is None:
-        raise ValueError(f"{owner} labels must not be None (None means 'no label').")
-    if y != y:  # NaN: never equal to itself, it would be a new class every time
-        raise ValueError(f"{owner} labels must not be NaN.")
-
-
-class BinaryTargets(Targets):
-    """Any two labels; ``sign(y)`` is +1.0 for the positive one, -1.0 for the other.
-
-    >>> t = BinaryTargets("PA")
-    >>> t.labels, t.decode(True)
-    ([], True)
-    >>> t.sign("occupied"), t.sign("empty"), t.labels
-    (1.0, -1.0, ['empty', 'occupied'])
-    >>> t.decode(True), t.proba(0.75)
-    ('occupied', {'empty': 0.25, 'occupied': 0.75})
-    >>> t.sign("maybe")
-    Traceback (most recent call last):
-    ...
-    ValueError: PA is a binary learner and knows the labels ['empty', 'occupied']; label 'maybe' would be a third.
-    >>> t = BinaryTargets("PA"); t.sign(-1), t.sign(1), t.decode(False)
-    (-1.0, 1.0, -1)
-    """
-
-    task = "binary"
-    capacity = 2
-
-    def __init__(self, owner: str):
-        super().__init__(owner)
-        self._pair: list = [None, None]  # [negative, positive]; None: not seen yet
-
-    @property
-    def labels(self) -> list:
-        return [label for label in self._pair if label is not None]
-
-    def _find(self, y) -> int | None:
-        for side in (_NEGATIVE, _POSITIVE):
-            known = self._pair[side]
-            if known is not None and _same_label(known, y):
-                return side
-        # True/1/+1 and False/0/-1 are one family: any of them names the side a
-        # label of the family already holds (predictions keep the first form seen).
-        side = _side(y)
-        if side is not None and self._pair[side] is not None and _side(self._pair[side]) == side:
-            return side
-        return None
-
-    def sign(self, y) -> float:
-        """+1.0 or -1.0 for ``y``, registering it if it is new."""
-        y = _plain(y)
-        side = self._find(y)
-        if side is None:
-            side = self._register(y)
-        return 1.0 if side == _POSITIVE else -1.0
-
-    def known_sign(self, y) -> float:
-        """+1.0 or -1.0 for a label ``y`` already known, 0.0 for any other (nothing
-        is registered)."""
-        side = self._find(_plain(y))
-        return 0.0 if side is None else (1.0 if side == _POSITIVE else -1.0)
-
-    def _register(self, y) -> int:
-        _check_label(self.owner, y)
-        free = [s for s in (_POSITIVE, _NEGATIVE) if self._pair[s] is None]
-        if not free:
-            raise ValueError(f"{self.owner} is a binary learner and knows the labels "
-                             f"{self.labels!r}; label {y!r} would be a third.")
-        side = _side(y)
-        if side is None or side not in free:
-            side = free[0]
-        self._pair[side] = y
-        if isinstance(y, bool) and self._pair[1 - side] is None:
-            self._pair[1 - side] = not y  # a bool names its partner
-        return side
-
-    def accepts(self, y) -> bool:
-        try:
-            hash(y)
-        except TypeError:
-            return False
-        y = _plain(y)
-        if y is None or y != y or isinstance(y, (Mapping, list)):
-            return False
-        return self._find(y) is not None or None in self._pair
-
-    def decode(self, code):
-        side = _POSITIVE if code else _NEGATIVE
-        label = self._pair[side]
-        if label is None:
-            other = self._pair[1 - side]
-            # No label yet: River's default labels; one label: the only one known.
-            return bool(code) if other is None else other
-        return label
-
-    def proba(self, p) -> dict:
-        neg, pos = self._pair
-        if neg is None and pos is None:
-            return {False: 1.0 - p, True: p}
-        if neg is None or pos is None:
-            return {pos if neg is None else neg: 1.0}
-        return {neg: 1.0 - p, pos: p}
-
-    def neutral(self):
-        return False
-
-    def neutral_proba(self) -> dict:
-        return {False: 0.5, True: 0.5}
-
-    def to_state(self) -> list:
-        return list(self._pair)
-
-    def load(self, labels: list) -> None:
-        self._pair = [_plain(v) for v in labels]
-
-
-def _same_label(a, b) -> bool:
-    # 1 == True in Python; as labels they are the same side anyway, so equality
-    # is what matches. A str never equals a number.
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-class _IndexedTargets(Targets):
-    """Targets whose labels (or label names) are indexed by first appearance, at most
-    ``capacity`` of them: what multiclass and multi-label targets share."""
-
-    def __init__(self, owner: str, capacity: int):
-        super().__init__(owner)
-        self.capacity = capacity
-        self._index = LabelIndex(owner, capacity)
-
-    @property
-    def labels(self) -> list:
-        return self._index.labels
-
-    def to_state(self) -> list:
-        return list(self._index.labels)
-
-    def load(self, labels: list) -> None:
-        self._index.load(labels)
-
-
-class MulticlassTargets(_IndexedTargets):
-    """Any hashable labels, at most ``n_classes``, indexed by first appearance.
-
-    >>> t = MulticlassTargets("SynthesisNB", 3)
-    >>> t.index("low"), t.index("high"), t.decode(1), t.proba([0.25, 0.75])
-    (0, 1, 'high', {'low': 0.25, 'high': 0.75})
-    """
-
-    task = "multiclass"
-
-    def __init__(self, owner: str, n_classes: int):
-        super().__init__(owner, n_classes)
-        self.n_classes = n_classes
-
-    def index(self, y) -> int:
-        """The index of ``y``, registering it if it is new."""
-        y = _plain(y)
-        if y is None:
-            raise ValueError(f"{self.owner} labels must not be None (None means 'no label').")
-        return self._index.index(y)
-
-    def find(self, y) -> int:
-        """The index of ``y``, or -1 if it has not been seen."""
-        try:
-            return self._index.find(_plain(y))
-        except TypeError:
-            return -1
-
-    def accepts(self, y) -> bool:
-        try:
-            hash(y)
-        except TypeError:
-            return False
-        y = _plain(y)
-        if y is None or y != y:
-            return False
-        return self.find(y) >= 0 or len(self.labels) < self.n_classes
-
-    def decode(self, code):
-        return self._index.labels[code] if code >= 0 else None
-
-    def proba(self, p) -> dict:
-        return {label: float(p[i]) for i, label in enumerate(self._index.labels)}
-
-
-class MultiLabelTargets(_IndexedTargets):
-    """Label sets: a dict of label name (str or int) to bool; a name left out,
-    or given as None, is missing. At most ``max_labels`` names.
-
-    >>> t = MultiLabelTargets("MultiLabelKELM", 3)
-    >>> out = np.zeros(3)
-    >>> t.read({"hot": True, "wet": False, "windy": None}, out), out.tolist(), t.labels
-    (True, [1.0, -1.0, 0.0], ['hot', 'wet'])
-    """
-
-    task = "multilabel"
-
-    def __init__(self, owner: str, max_labels: int):
-        super().__init__(owner, max_labels)
-        self.max_labels = max_labels
-
-    def _parse(self, y) -> tuple[dict, list]:
-        if not isinstance(y, Mapping):
-            raise TypeError(f"{self.owner} learns label sets: a dict of label name to bool. "
-                            f"Got {type(y).__name__} {y!r}.")
-        known, new = {}, []
-        for name, value in y.items():
-            value = _plain(value)
-            if value is None:
-                continue
-            if not isinstance(name, (str, int)) or isinstance(name, bool):
-                raise TypeError(f"{self.owner} label names must be str or int. "
-                                f"Got {type(name).__name__} {name!r}.")
-            side = _side(value)
-            if side is None:
-                raise ValueError(f"{self.owner} label values must be True/1/+1 or False/0/-1. "
-                                 f"Got {value!r} for {name!r}.")
-            known[name] = 1.0 if side == _POSITIVE else -1.0
-            if self._index.find(name) < 0 and name not in new:
-                new.append(name)
-        return known, new
-
-    def read(self, y, out: np.ndarray) -> bool:
-        """Write y's targets (+1, -1, 0 for missing) into ``out`` by label index,
-        registering new names (all or none); False if y names no label."""
-        known, new = self._parse(y)
-        if len(self._index.labels) + len(new) > self.max_labels:
-            raise ValueError(
-                f"{self.owner} was built with max_labels={self.max_labels} and knows "
-                f"{self._index.labels!r}; label(s) {new!r} would be more."
-            )
-        out[:] = 0.0
-        for name, sign in known.items():
-            out[self._index.index(name)] = sign
-        return bool(known)
-
-    def accepts(self, y) -> bool:
-        try:
-            known, new = self._parse(y)
-        except (TypeError, ValueError):
-            return False
-        return len(self._index.labels) + len(new) <= self.max_labels
-
-    def decode(self, code):
-        return code
-
-    def neutral(self):
-        return {}
-
-    def proba(self, p) -> dict:
-        return {name: {False: 1.0 - float(p[i]), True: float(p[i])}
-                for i, name in enumerate(self._index.labels)}
-
-
 # -- the learner ------------------------------------------------------------------
 
 
-class Learner(abc.ABC):
+class Learner(RiverProtocol, abc.ABC):
     """Base class of every learner: see the module docstring for the contract."""
 
-    #: Capabilities (class data). A learner with ``n_classes`` is binary at 2.
+    #: The tasks this class serves (class data; see :data:`TASKS`). A classifier
+    #: with ``n_classes`` is binary at 2, multiclass beyond.
+    tasks: frozenset = frozenset()
+    #: What this class can do beyond the contract (class data; see :data:`CAPABILITIES`).
+    capabilities: frozenset = frozenset()
+    #: Whether ``decide_one`` may decline to ask for a label (active learning).
+    asks_selectively: bool = False
+    #: Read-only views of ``tasks``, kept for code written before it (set per class).
     supports_binary: bool = False
     supports_multiclass: bool = False
     supports_multilabel: bool = False
-    #: Whether ``decide_one`` may decline to ask for a label (active learning).
-    asks_selectively: bool = False
 
     #: What each constructor parameter may be (see :mod:`edgelearn.constraints`).
     _parameter_constraints: dict = {}
@@ -537,6 +247,21 @@ class Learner(abc.ABC):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        own = vars(cls)
+        if "tasks" not in own and any(f"supports_{t}" in own for t in ("binary", "multiclass", "multilabel")):
+            # A class written to the older contract (supports_* flags) still declares its tasks.
+            cls.tasks = frozenset(t for t in ("binary", "multiclass", "multilabel")
+                                  if getattr(cls, f"supports_{t}"))
+        cls.tasks = frozenset(cls.tasks)
+        cls.capabilities = frozenset(cls.capabilities)
+        for what, names, known in (("tasks", cls.tasks, TASKS), ("capabilities", cls.capabilities, CAPABILITIES)):
+            unknown = sorted(names - set(known))
+            if unknown:
+                raise TypeError(f"{cls.__name__} declares unknown {what} {unknown}; "
+                                f"known: {', '.join(known)}.")
+        cls.supports_binary = "binary" in cls.tasks
+        cls.supports_multiclass = "multiclass" in cls.tasks
+        cls.supports_multilabel = "multilabel" in cls.tasks
         # A learner defined after edgelearn.river ran is registered with River too.
         river_glue = sys.modules.get("edgelearn.river")
         if river_glue is not None:
@@ -558,11 +283,13 @@ class Learner(abc.ABC):
         self.channels = ChannelSpace(capacity=capacity, evict_after=evict_after)
         self.channels.add_listener(self._forget_slot)
 
-    def _init_targets(self, n_classes: int) -> None:
-        """Binary targets for 2 classes, multiclass ones beyond; a multi-label
-        learner sets ``self.targets = MultiLabelTargets(...)`` itself."""
+    def _init_targets(self, n_classes: int = 2, task: str | None = None) -> None:
+        """The targets of ``task`` (:func:`~edgelearn.learners.targets.targets_for`);
+        without one, binary targets for 2 classes, multiclass ones beyond."""
         owner = type(self).__name__
-        self.targets = BinaryTargets(owner) if n_classes == 2 else MulticlassTargets(owner, n_classes)
+        if task is None:
+            task = "binary" if n_classes == 2 else "multiclass"
+        self.targets = targets_for(task, owner, n_classes)
 
     # -- the abstract part --------------------------------------------------------
 
@@ -589,8 +316,18 @@ class Learner(abc.ABC):
 
     @property
     def task(self) -> str:
-        """``"binary"``, ``"multiclass"`` or ``"multilabel"``."""
+        """The task this instance serves: one of its class's ``tasks``."""
         return self.targets.task
+
+    def can(self, capability: str) -> bool:
+        """Whether this instance can do ``capability`` (:data:`CAPABILITIES`): its
+        class declares it (and, for ``"label_rate"``, it was given a
+        ``target_query_rate``); a subclass may refine by task or parameters."""
+        if capability not in self.capabilities:
+            return False
+        if capability == "label_rate":
+            return getattr(self, "target_query_rate", None) is not None
+        return True
 
     @property
     def binary(self) -> bool:
@@ -750,78 +487,6 @@ class Learner(abc.ABC):
     def __str__(self) -> str:
         return type(self).__name__
 
-    # -- River's estimator protocol (duck-typed; River is never imported here) --------
-
-    def _get_params(self) -> dict:
-        return self.get_params()
-
-    @property
-    def _supervised(self) -> bool:
-        return True
-
-    @property
-    def _multiclass(self) -> bool:
-        return self.task == "multiclass"
-
-    def _more_tags(self) -> set:
-        return set()
-
-    @property
-    def _tags(self) -> set:
-        return set(self._more_tags())
-
-    @property
-    def _mutable_attributes(self) -> set:
-        return set()
-
-    def mutate(self, new_attrs: dict) -> None:
-        """River's ``mutate``: no parameter of a fixed-budget learner changes in place."""
-        for name in new_attrs:
-            raise ValueError(f"'{name}' is not a mutable attribute of {type(self).__name__}")
-
-    @classmethod
-    def _unit_test_params(cls):
-        yield {}
-
-    def _unit_test_skips(self) -> set:
-        return set()
-
-    @property
-    def _is_stochastic(self) -> bool:
-        return self.get_params().get("seed", 0) is None
-
-    @property
-    def _raw_memory_usage(self) -> int:
-        """Bytes of the object graph (River's measure; the budget is :meth:`memory_bytes`)."""
-        skip = (type, types.ModuleType, types.FunctionType)
-        seen: set = set()
-        size = 0
-        pending: list = [self]
-        while pending:
-            fresh = []
-            for obj in pending:
-                if isinstance(obj, skip) or id(obj) in seen:
-                    continue
-                seen.add(id(obj))
-                size += sys.getsizeof(obj)
-                if isinstance(obj, np.ndarray) and obj.base is None:
-                    size += obj.nbytes
-                fresh.append(obj)
-            pending = gc.get_referents(*fresh)
-        return size
-
-    def __or__(self, other):
-        from river import compose  # only reached from River code
-
-        return compose.Pipeline(self, other)
-
-    def __ror__(self, other):
-        from river import compose  # only reached from River code
-
-        if isinstance(other, compose.Pipeline):
-            return other.__or__(self)
-        return compose.Pipeline(other, self)
-
 
 def load_arrays(model, learned: dict, names) -> None:
     """Copy saved arrays into a model's own (same shape, same dtype)."""
@@ -836,52 +501,3 @@ def load_arrays(model, learned: dict, names) -> None:
         target[...] = source
 
 
-class LabelIndex:
-    """The labels of a multiclass learner, indexed 0..n_classes-1 in order of
-    first appearance; a label beyond ``n_classes`` distinct ones is an error.
-
-    >>> index = LabelIndex("SynthesisNB", 2)
-    >>> index.index("low"), index.index("high"), index.index("low"), index.labels
-    (0, 1, 0, ['low', 'high'])
-    >>> index.index("mid")
-    Traceback (most recent call last):
-    ...
-    ValueError: SynthesisNB was built with n_classes=2 and has seen ['low', 'high']; label 'mid' would be one more.
-    """
-
-    def __init__(self, owner: str, n_classes: int):
-        self.owner = owner
-        self.n_classes = n_classes
-        self.labels: list = []
-        self._index: dict = {}
-
-    def index(self, y) -> int:
-        """The index of ``y``, given a new one if ``y`` is new."""
-        try:
-            i = self._index.get(y)
-        except TypeError:
-            raise TypeError(f"{self.owner} labels must be hashable (a str, int, bool...). "
-                            f"Got {type(y).__name__}.") from None
-        if i is None:
-            if y != y:  # NaN: never equal to itself, it would be a new class every time
-                raise ValueError(f"{self.owner} labels must not be NaN.")
-            if len(self.labels) >= self.n_classes:
-                raise ValueError(
-                    f"{self.owner} was built with n_classes={self.n_classes} and has seen "
-                    f"{self.labels!r}; label {y!r} would be one more."
-                )
-            i = len(self.labels)
-            self.labels.append(y)
-            self._index[y] = i
-        return i
-
-    def find(self, y) -> int:
-        """The index of ``y``, or -1 if it has not been seen."""
-        return self._index.get(y, -1)
-
-    def load(self, labels) -> None:
-        """Start again from a saved ``labels`` list."""
-        self.labels = []
-        self._index = {}
-        for label in labels:
-            self.index(label)

@@ -160,8 +160,7 @@ class OnlineEnsemble(Learner):
     0.92
     """
 
-    supports_binary = True
-    supports_multiclass = True
+    tasks = frozenset({"binary", "multiclass"})
     _parameter_constraints = {
         "base": Options(*BASES),
         "chunk_size": Interval(int, 1, None),

@@ -222,7 +222,8 @@ class MultiLabelKELM(Learner):
     Hamming loss 0.05, window 64
     """
 
-    supports_multilabel = True
+    tasks = frozenset({"multilabel"})
+    capabilities = frozenset({"label_rate"})
     asks_selectively = True
     _parameter_constraints = {
         "window": Interval(int, 1, None),

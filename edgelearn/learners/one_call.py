@@ -2,10 +2,11 @@
 per-message case, a binary learner that knows a reading's label already, predicts,
 asks and learns it in ONE jitted kernel call instead of ``decide_one`` then ``learn``.
 
-A learner taking part defines ``_decide_learn(slots, z, sign, only_if_asked) ->
-(margin, asked, learned)`` on claimed ``(slots, raw values)`` (its kernel
-standardizes them in place) and ``_ZERO_MARGIN_POSITIVE`` (what its ``decide_one``
-predicts for a margin of exactly 0); :class:`OneCallBinary` gives it
+A learner taking part declares the ``"decide_learn"`` capability and defines
+``decide_learn_claimed(slots, values, sign, only_if_asked) -> (margin, asked, learned)``
+on claimed ``(slots, raw values)`` (``ChannelSpace.claim``; its kernel standardizes
+them in place) and ``zero_margin_positive`` (what its ``decide_one`` predicts for a
+margin of exactly 0); :class:`OneCallBinary` gives it
 :meth:`~OneCallBinary.decide_and_learn`, and :class:`Fused` and :func:`compiled_entry`
 hold its kernel."""
 
@@ -15,10 +16,16 @@ from .base import Decision
 
 
 class OneCallBinary:
-    """Mixin of a learner with ``_decide_learn`` (see the module docstring)."""
+    """Mixin of a learner with ``decide_learn_claimed`` (see the module docstring)."""
 
     #: Whether ``decide_one`` predicts the positive label for a margin of exactly 0.
-    _ZERO_MARGIN_POSITIVE: bool
+    zero_margin_positive: bool
+
+    def can(self, capability: str) -> bool:
+        # The one-call kernel is binary: a multiclass instance of the class cannot.
+        if capability == "decide_learn" and not self.binary:
+            return False
+        return super().can(capability)
 
     def decide_and_learn(self, x: dict, y=None, only_if_asked: bool = False):
         """:meth:`decide_one` on ``x``, then :meth:`learn` of its label ``y`` unless
@@ -30,8 +37,8 @@ class OneCallBinary:
             sign = self.targets.known_sign(y)
             if sign:
                 slots, z = self.channels.claim(x)
-                margin, asked, learned = self._decide_learn(slots, z, sign, only_if_asked)
-                positive = margin > 0.0 or (margin == 0.0 and self._ZERO_MARGIN_POSITIVE)
+                margin, asked, learned = self.decide_learn_claimed(slots, z, sign, only_if_asked)
+                positive = margin > 0.0 or (margin == 0.0 and self.zero_margin_positive)
                 return Decision(self._label_of(positive), margin, asked, slots, z), learned
         decision = self.decide_one(x)
         learned = y is not None and (decision.ask or not only_if_asked)
@@ -41,7 +48,7 @@ class OneCallBinary:
 
 
 class Fused:
-    """What a learner's ``_decide_learn`` builds on its first call: the channel space it
+    """What a learner's ``decide_learn_claimed`` builds on its first call: the channel space it
     was built for, the packed model of the learner's arrays (a numba structref that
     refers to them) and the compiled kernel. A copy or a pickle of the learner starts
     without (its own arrays are other ones): built again on its first call, as after

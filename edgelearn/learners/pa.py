@@ -6,6 +6,7 @@ import numpy as np
 
 from ..constraints import Boolean, Interval, Options
 from ..kernels import pa as K
+from .arrays import ArrayReplay, binary_signs, run_columns, user_predictions
 from .base import Learner, logistic_proba
 
 
@@ -43,7 +44,8 @@ class PA(Learner):
     0.975
     """
 
-    supports_binary = True
+    tasks = frozenset({"binary"})
+    capabilities = frozenset({"array_loop"})
     _parameter_constraints = {
         "C": Interval(float, 0, None, closed="right"),
         "mode": Options(0, 1, 2),
@@ -91,3 +93,30 @@ class PA(Learner):
         K.forget_slot(slot, self.w)
 
     _LEARNED = ("w", "intercept")
+
+    def replay_arrays(self, X: np.ndarray, y, active: bool = True,
+                      feature_names: list | None = None) -> ArrayReplay:
+        """The prequential loop over the rows of ``X`` (NaN: missing) and their
+        labels ``y`` in jitted code (``edgelearn.replay`` checks the arguments):
+        the predictions, asks and final state of :func:`edgelearn.prequential`
+        over the same rows as dicts. PA wants every label (``active`` changes
+        nothing)."""
+        from ..kernels import replay as loops
+
+        space = self.channels
+        n = X.shape[0]
+        pred = np.empty(n, dtype=np.int64)
+        margins = np.empty(n, dtype=np.float64)
+        knew_labels = self.targets.learned_any
+        signs = binary_signs(self.targets, y)
+
+        def loop(column_map):
+            loops.pa_loop(
+                X, signs, *column_map, space.count, space.mean, space.var, space.last_seen,
+                space.forget, space.eps, space.z_max, space.evict_after, self._scale,
+                self.w, self.intercept, float(self.C), self.mode, self.learn_intercept, pred, margins,
+            )
+
+        seconds = run_columns(self, feature_names, loop)
+        asked = np.ones(n, dtype=bool)
+        return ArrayReplay(user_predictions(self, pred, asked, False, knew_labels), asked, seconds)

@@ -8,6 +8,15 @@ import numpy as np
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import paacds as K
 from ..kernels.rng import new_state
+from .arrays import (
+    ArrayReplay,
+    RowsPass,
+    RowsResult,
+    array_labels,
+    feature_buffers,
+    run_columns,
+    user_predictions,
+)
 from .base import Decision, Learner, load_arrays, logistic_proba, softmax_proba
 from .one_call import Fused, OneCallBinary, compiled_entry
 
@@ -116,10 +125,10 @@ class PAACDS(OneCallBinary, Learner):
     accuracy 0.87 with 20% of the labels
     """
 
-    supports_binary = True
-    supports_multiclass = True
+    tasks = frozenset({"binary", "multiclass"})
+    capabilities = frozenset({"decide_learn", "array_loop", "log_loop", "batch_pass", "label_rate"})
     asks_selectively = True
-    _ZERO_MARGIN_POSITIVE = True  # decide_one: margin >= 0 (one_call.py)
+    zero_margin_positive = True  # decide_one: margin >= 0 (one_call.py)
     _parameter_constraints = {
         "C": Interval(float, 0, None, closed="right"),
         "B": Interval(float, 0, 1, closed="right"),
@@ -174,7 +183,7 @@ class PAACDS(OneCallBinary, Learner):
         self._h_forget = 1.0 - 2.0 ** (-1.0 / h_halflife)
         self._lam = 0.0 if lam is None else float(lam)
         self._max_weights = capacity if max_weights is None else max_weights
-        self._fused = Fused()  # see _decide_learn
+        self._fused = Fused()  # see decide_learn_claimed
 
     @property
     def current_delta(self) -> float:
@@ -215,7 +224,13 @@ class PAACDS(OneCallBinary, Learner):
         code = margin >= 0.0 if binary else best
         return Decision(self._label_of(code), margin, asked, slots, z)
 
-    def _decide_learn(self, slots, z, sign: float, only_if_asked: bool):
+    def can(self, capability: str) -> bool:
+        # The jitted log loop and batch pass are binary (kernels/log_replay.py).
+        if capability in ("log_loop", "batch_pass") and not self.binary:
+            return False
+        return super().can(capability)
+
+    def decide_learn_claimed(self, slots, z, sign: float, only_if_asked: bool):
         """The binary kernel of :meth:`decide_and_learn` on claimed ``(slots, z)`` (z
         standardized in place) and the known label's ``sign`` (+1.0 or -1.0; 0.0:
         decide only): ``(margin, asked, learned)``."""
@@ -231,6 +246,101 @@ class PAACDS(OneCallBinary, Learner):
             only_if_asked, fused.model)
         space.advance()
         return margin, asked, learned
+
+    def replay_arrays(self, X: np.ndarray, y, active: bool = True,
+                      feature_names: list | None = None) -> ArrayReplay:
+        """The prequential loop over the rows of ``X`` (NaN: missing) and their
+        labels ``y`` in one jitted kernel (``edgelearn.replay`` checks the
+        arguments): the predictions, queries and final state of
+        :func:`edgelearn.prequential` over the same rows as dicts, with the same
+        seed. A label is learned when asked for (every label with ``active=False``)."""
+        from ..channels import name_key
+        from ..kernels import replay as loops
+
+        space = self.channels
+        n = X.shape[0]
+        pred = np.empty(n, dtype=np.int64)
+        margins = np.empty(n, dtype=np.float64)
+        asked = np.empty(n, dtype=np.bool_)
+        knew_labels = self.targets.learned_any
+        labels = array_labels(self, y)
+        target = 0.0 if self.target_query_rate is None else float(self.target_query_rate)
+        col_key = np.array([name_key(name) for name in feature_names], dtype=np.float64)
+        found = {}
+
+        def loop(column_map):
+            found["delta"], found["known"] = loops.paacds_loop(
+                X, labels.values, active, *column_map, space.count, space.mean, space.var,
+                space.last_seen, space.forget, space.eps, space.z_max, space.evict_after,
+                self.W, self.b, self.active, self.h, self.h_n, self.h_mean, self.h_var,
+                self._h_forget, _K0, self.rng_state, self._current_delta, target,
+                float(self.budget_gain), float(self.C), self._variant_i, self.learn_intercept,
+                self._lam, float(self.B), self._max_weights, labels.code_class, labels.class_code,
+                len(self.targets.labels), self._scores, self._idx_buf, self._score_buf,
+                col_key, space.name_key, pred, margins, asked,
+            )
+
+        seconds = run_columns(self, feature_names, loop)
+        self._current_delta = float(found["delta"])
+        for c in range(len(self.targets.labels), found["known"]):  # classes the loop met
+            self.targets.index(labels.uniques[labels.class_code[c]])
+        return ArrayReplay(user_predictions(self, pred, asked, active, knew_labels), asked, seconds)
+
+    def run_rows(self, rows: RowsPass) -> RowsResult:
+        """A stream's rows through one jitted loop (binary PAACDS: the
+        ``"log_loop"`` and ``"batch_pass"`` capabilities), with the predictions,
+        queries, learning and final state of :meth:`decide_one` and :meth:`learn`
+        reading by reading (``kernels/log_replay.py``). A label the learner meets
+        for the first time stops the loop; it is registered with the targets, as
+        :meth:`learn` would, and the loop goes on from that row."""
+        from ..channels import name_key
+        from ..kernels import log_replay as loop
+
+        X, names, codes, labels = rows.X, rows.names, rows.codes, rows.labels
+        n = X.shape[0]
+        code_sign = np.zeros(max(len(labels), 1))
+        # Labels the learner knows already have their side now (sign() of a known label
+        # changes nothing); a new one gets it when first learned, in the loop's order.
+        targets = self.targets
+        for code, y in enumerate(labels):
+            code_sign[code] = targets.known_sign(y)
+        space = self.channels
+        col_slot, slot_col, changed, counters = space.column_map(names)
+        width = max(len(names), 1)
+        slots = np.empty(width, dtype=np.int32)
+        vals = np.empty(width, dtype=np.float64)
+        cap = space.capacity
+        xs, zs, hs = np.empty(cap), np.empty(cap), np.empty(cap)
+        pred = np.empty(n, dtype=np.int64)
+        margins = np.empty(n, dtype=np.float64)
+        asked = np.zeros(n, dtype=np.bool_)
+        col_key = np.array([name_key(c) for c in names], dtype=np.float64)
+        target = 0.0 if self.target_query_rate is None else float(self.target_query_rate)
+        feat_k, feat_slots, feat_z = feature_buffers(n, width, rows.keep_features)
+        states: list[tuple[int, list]] = [(-1, targets.to_state())]
+        start, resume_k, delta = 0, -1, self._current_delta
+        while True:
+            row, status, delta, k = loop.paacds_binary_log_loop(
+                X, codes, code_sign, start, resume_k, rows.learn_if_asked,
+                col_slot, slot_col, changed, counters,
+                space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+                space.z_max, space.evict_after,
+                self.W, self.b, self.active, self.h, self.h_n, self.h_mean, self.h_var,
+                self._h_forget, _K0, self.rng_state, delta, target, float(self.budget_gain),
+                float(self.C), self._variant_i, self.learn_intercept, self._lam, float(self.B),
+                self._max_weights, self._idx_buf, self._score_buf, col_key, space.name_key,
+                self._scores, slots, vals, xs, zs, hs, pred, margins, asked,
+                feat_k, feat_slots, feat_z,
+            )
+            if status == loop.DONE:
+                break
+            code = int(codes[row])
+            code_sign[code] = targets.sign(labels[code])
+            states.append((row, targets.to_state()))
+            start, resume_k = row, k
+        self._current_delta = float(delta)
+        space.take_column_map(names, slot_col, changed, counters)
+        return RowsResult(pred, margins, asked, feat_k, feat_slots, feat_z, states)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the

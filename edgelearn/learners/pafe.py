@@ -204,7 +204,7 @@ class PAFE(Learner):
     ('evolved', 0.986)
     """
 
-    supports_binary = True
+    tasks = frozenset({"binary"})
     _parameter_constraints = {
         "C": Interval(float, 0, None, closed="right"),
         "variant": Options(*_VARIANTS),

@@ -102,8 +102,7 @@ class SynthesisNB(Learner):
     0.85
     """
 
-    supports_binary = True
-    supports_multiclass = True
+    tasks = frozenset({"binary", "multiclass"})
     _parameter_constraints = {
         "num": Interval(int, 0, None),
         "half_life": OneOf(Options(None), Interval(float, 0, None, closed="right")),

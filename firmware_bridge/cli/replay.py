@@ -44,8 +44,8 @@ def _active_kinds(single_label: bool = False) -> list[str]:
     ones ``replay`` gives a 10% budget by default)."""
     from edgelearn import KINDS
 
-    return [kind for kind, cls in KINDS.items() if "target_query_rate" in cls._param_names()
-            and cls.asks_selectively and not (single_label and cls.supports_multilabel)]
+    return [kind for kind, cls in KINDS.items() if "label_rate" in cls.capabilities
+            and not (single_label and "multilabel" in cls.tasks)]
 
 
 class _LazyHelp(str):
