@@ -3,6 +3,9 @@
 #   make test   set up .venv (+ mosquitto and nats-server, for the broker tests) and run the tests
 #   make test-aarch64   the package on an emulated Debian bookworm arm64 root (as root;
 #               cached under ~/.cache/edgelearn-aarch64; see tools/test_aarch64.sh)
+#   make test-ecosystem the gateway against Home Assistant, Prometheus, Node-RED and
+#               systemd (as root; installs them, cached under ~/.cache/edgelearn-ecosystem;
+#               see tests/ecosystem/ and tools/ecosystem/)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,7 +14,7 @@ RESULTS := paacds pafe synthesis kelm ensemble label-budget drift regression
 BENCHES := replay kelm gateway memory log-replay
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
-.PHONY: setup demo test test-aarch64 bench results leaderboard clean
+.PHONY: setup demo test test-aarch64 test-ecosystem bench results leaderboard clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +35,11 @@ test: setup
 
 test-aarch64: setup
 	bash tools/test_aarch64.sh
+
+test-ecosystem: setup
+	sh tools/ensure_mosquitto.sh
+	bash tools/ecosystem/install.sh
+	$(PY) -m pytest -q --durations=0 tests/ecosystem
 
 # Each writes its page under docs/ (the page names its command and machine).
 bench: $(BENCHES:%=bench-%)

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import numpy as np  # noqa: F401  (the doctests use it)
+import numbers
+
+import numpy as np
 
 from edgelearn.constraints import Boolean, Interval, Options, check, format_value
 
-__all__ = ["check_number", "check_choice", "check_bool", "format_value"]
+__all__ = ["check_number", "check_choice", "check_bool", "check_seed", "format_value"]
 
 
 def check_number(
@@ -106,3 +108,19 @@ def check_bool(name: str, value: Any, owner: str) -> bool:
     TypeError: The 'shuffle' parameter of f must be a bool. Got 1.
     """
     return check(owner, name, value, Boolean())
+
+
+def check_seed(seed: Any, owner: str) -> np.random.Generator:
+    """A ``seed`` parameter (an int >= 0, a numpy Generator or SeedSequence, or None)
+    as the generator ``numpy.random.default_rng(seed)`` makes."""
+    ok = seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence))
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_)):
+        ok = seed >= 0
+        if not ok:
+            raise ValueError(f"The 'seed' parameter of {owner} must be an int in "
+                             f"[0, inf), a numpy Generator or None. Got "
+                             f"{format_value(seed)}.")
+    if not ok:
+        raise TypeError(f"The 'seed' parameter of {owner} must be an int in [0, inf), "
+                        f"a numpy Generator or None. Got {format_value(seed)}.")
+    return np.random.default_rng(seed)

@@ -19,7 +19,6 @@ import pickle
 import random
 from typing import Callable, Iterator
 
-import numpy as np
 
 from .constraints import format_value
 from .learners.base import Learner

@@ -301,12 +301,15 @@ def load(name: str) -> Dataset:
                    label_names=label_names, name=name, meta=meta)
 
 
-def read_csv(path, label: str | None = None) -> Dataset:
+def read_csv(path, label: str | None = None, *, unlabelled: bool = False,
+             meta_columns: tuple[str, ...] = ()) -> Dataset:
     r"""Read any sensor CSV with a header row (``.csv`` or ``.csv.gz``).
 
-    ``label`` names the label column (default: the last one).  Columns that
-    do not parse as numbers (timestamps, ids) are kept in ``meta``, not used
-    as channels; ``?`` and empty cells are missing (NaN).
+    ``label`` names the label column (default: the last one); with ``unlabelled``
+    there is none (``y`` is all NaN). Columns that do not parse as numbers
+    (timestamps, ids), and those named in ``meta_columns`` (a ``ts`` of epoch seconds,
+    say), are kept in ``meta``, not used as channels; ``?`` and empty cells are
+    missing (NaN).
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -320,9 +323,12 @@ def read_csv(path, label: str | None = None) -> Dataset:
     header, rows = _read_rows(path)
     if not header:
         raise ValueError(f"{path}: no header row")
-    label = header[-1] if label is None else label
-    if label not in header:
-        raise ValueError(f"{path}: no label column {label!r}; the columns are {header}")
+    if unlabelled:
+        label = None
+    else:
+        label = header[-1] if label is None else label
+        if label not in header:
+            raise ValueError(f"{path}: no label column {label!r}; the columns are {header}")
     bad = next((i for i, r in enumerate(rows) if len(r) != len(header)), None)
     if bad is not None:
         raise ValueError(f"{path}: data row {bad + 1} has {len(rows[bad])} fields, the header has {len(header)}")
@@ -330,6 +336,9 @@ def read_csv(path, label: str | None = None) -> Dataset:
     features, meta = [], {}
     for j, name in enumerate(header):
         if name == label:
+            continue
+        if name in meta_columns:
+            meta[name] = table[:, j].copy()
             continue
         column = np.char.strip(table[:, j])
         try:
@@ -339,6 +348,9 @@ def read_csv(path, label: str | None = None) -> Dataset:
             meta[name] = table[:, j].copy()
     names = [header[j] for j in features]
     X = _parse_float(table[:, features], path, names)
+    if label is None:
+        return Dataset(X=X, y=np.full(len(rows), np.nan), feature_names=names, label_name="",
+                       label_names=[], name=path.stem, meta=meta)
     y = _parse_labels(np.char.strip(table[:, header.index(label)]))
     return Dataset(X=X, y=y, feature_names=names, label_name=label, label_names=[label],
                    name=path.stem, meta=meta)

@@ -212,6 +212,43 @@ def draw_query(margin, delta, rng):
     return u < delta / (delta + abs(margin)), rng
 
 
+def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2.0, loan=0.1):
+    """The label budget (``rate_control``'s docstring): ``(ask, new_budget)`` with
+    ``budget = (readings, asks)``.  Credit is ``burst + target * readings - asks``
+    after this reading counts, ``burst = max(min_burst, tolerance * target *
+    window)``; ask at a full bucket, never when the label would take the credit
+    below the start-up loan's floor ``-loan * target * window * (1 - readings /
+    window)`` (0 from reading ``window`` on), else as wanted.  ``target <= 0``:
+    no budget."""
+    readings, asks = budget
+    readings += 1
+    if target <= 0.0:
+        ask = bool(wanted)
+    else:
+        burst = max(min_burst, tolerance * target * window)
+        credit = burst + target * readings - asks
+        lowest = -loan * target * window * max(0.0, 1.0 - readings / window)
+        ask = True if credit >= burst else (False if credit - 1.0 < lowest else bool(wanted))
+    return ask, (readings, asks + int(ask))
+
+
+def budgeted_query(wanted, level, budget, target, gain, adapt):
+    """``(asked, level, budget)``: the budget decides on the rule's wish; the
+    level takes ``adapt``'s step on the wish unless the budget refused it (no
+    step at all without a target)."""
+    asked, budget = hold_budget(wanted, budget, target)
+    if target > 0.0 and (asked or not wanted):
+        level = adapt(level, wanted, target, gain)
+    return asked, level, budget
+
+
+def query(margin, delta, rng, budget, target, gain):
+    """PAACDS's query under the budget: ``(asked, delta, rng, budget)``."""
+    wanted, rng = draw_query(margin, delta, rng)
+    asked, delta, budget = budgeted_query(wanted, delta, budget, target, gain, adapt_delta)
+    return asked, delta, rng, budget
+
+
 def adapt_delta(delta, asked, target, gain):
     return min(max(delta * math.exp(gain * (target - float(asked))), 1e-3), 1e6)
 

@@ -14,6 +14,7 @@ import naive
 from edgelearn import ActiveAROW
 from edgelearn import state as checkpoint
 from edgelearn.kernels import arow as K
+from edgelearn.kernels.rate_control import new_query_state
 from edgelearn.kernels.rng import new_state
 from edgelearn.learners import arow as arow_learner
 
@@ -215,7 +216,7 @@ def test_decide_learn_binary_equals_the_references_in_turn(case, only_if_asked):
     freq_k, freq_r = np.zeros((capacity, n_bins)), np.zeros((capacity, n_bins))
     feature_slots, feature_z = np.zeros(features, np.int32), np.zeros(features)
     out_m, out_v = np.zeros(1), np.zeros(1)
-    rng_k, rng_r = new_state(7), 7
+    rng_k, rng_r, budget_r = new_query_state(7), 7, (0, 0)
     threshold_k = threshold_r = 1.0
     n_learned = n_asked = 0
     for t in range(steps):
@@ -238,9 +239,9 @@ def test_decide_learn_binary_equals_the_references_in_turn(case, only_if_asked):
         f_slots, f_z = naive.arow_expand(slots, z_r, edges, freq_r, capacity)
         m_r, v_r = naive.arow_margin_variance(f_slots, f_z, model_r, 0)
         margin_r, u_r = naive.arow_confidence([m_r], [v_r], 1, True)
-        rng_r, ask_r = naive.arow_draw_query(u_r, threshold_r, power, rng_r)
-        if target > 0.0:
-            threshold_r = naive.arow_adapt_threshold(threshold_r, ask_r, target, gain)
+        rng_r, wanted_r = naive.arow_draw_query(u_r, threshold_r, power, rng_r)
+        ask_r, threshold_r, budget_r = naive.budgeted_query(
+            wanted_r, threshold_r, budget_r, target, gain, naive.arow_adapt_threshold)
         learned_r = y != 0.0 and (ask_r or not only_if_asked)
         if learned_r:
             model_r, _ = naive.arow_learn_row(f_slots, f_z, y, model_r, 0, r, floor)
@@ -311,7 +312,7 @@ def test_memory_bytes_is_the_documented_bound_and_fixed(n_classes, capacity, n_b
     labels = 64 * n_classes
     bins = model.n_bins
     features = capacity * (1 + bins)
-    bound = (16 * rows * (features + 2) + 8 + 8 * capacity * bins + 8 * max(bins - 1, 0) + 12 * features + labels
+    bound = (16 * rows * (features + 2) + 24 + 8 * capacity * bins + 8 * max(bins - 1, 0) + 12 * features + labels
              + model.channels.memory_bytes())
     assert model.memory_bytes() == bound
     for i, (x, y) in enumerate(linear_stream(3000, 1)):

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from firmware_bridge.bulk_replay import replay_records
+from firmware_bridge.offline.replay import replay_records
 from firmware_bridge.pipeline import Pipeline
-from firmware_bridge.protocol import Limits, encode_batch, encode_data, encode_label
-from firmware_bridge.recorder import LogRecord, iter_logs, write_log
+from firmware_bridge.wire import Limits, encode_batch, encode_data, encode_label
+from firmware_bridge.wire.logfile import LogRecord, iter_logs, write_log
 
 
 def _log_records(seed: int, n: int = 3000, label_kind: str = "str") -> list[LogRecord]:
@@ -134,7 +134,7 @@ def test_chunks_carry_the_state_over():
     assert ran["outputs"] == chunked["outputs"]
     _assert_same(live, bulk)
     for name in live.streams:  # the scoring's own record of the labels, too
-        assert live._streams[name].sides.to_state() == bulk._streams[name].sides.to_state()
+        assert live.stream_state(name).sides.to_state() == bulk.stream_state(name).sides.to_state()
 
 
 def test_a_stream_with_channels_in_differing_orders_takes_the_per_message_path():

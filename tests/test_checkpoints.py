@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from edgelearn.state import load_checkpoint, save_checkpoint
-from firmware_bridge.checkpoints import CheckpointStore, checkpoint_path
+from firmware_bridge.service.checkpoints import CheckpointStore, checkpoint_path
 
 # Writes a checkpoint of about 4 MB again and again until killed.
 _WRITER = """

@@ -79,6 +79,15 @@ LEARNERS = [
 IDS = [name for name, _, _ in LEARNERS]
 
 
+def test_every_registered_kind_is_held_to_the_checks():
+    # The kinds come from the registry: a new one without an entry above fails here.
+    from edgelearn.learners.registry import BUILTIN
+
+    checked = {type(factory()) for _, factory, _ in LEARNERS}
+    missing = [kind for kind in BUILTIN if edgelearn.KINDS[kind] not in checked]
+    assert not missing, f"add these kinds to LEARNERS: {missing}"
+
+
 def stream(n, seed, make_label, n_channels=6, p_missing=0.3):
     rng = random.Random(seed)
     weights = [rng.gauss(0, 1) for _ in range(n_channels)]

@@ -8,8 +8,8 @@ import pytest
 
 import edgelearn
 from firmware_bridge import cli
-from firmware_bridge.protocol import encode_data
-from firmware_bridge.recorder import write_log
+from firmware_bridge.wire import encode_data
+from firmware_bridge.wire.logfile import write_log
 
 
 def run(capsys, *argv):

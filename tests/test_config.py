@@ -1,4 +1,4 @@
-"""Tests for the gateway configuration (configs/gateway.toml, firmware_bridge.config's
+"""Tests for the gateway configuration (configs/gateway.toml, firmware_bridge.service.config's
 schema and load_config, the command line in firmware_bridge.cli) and the shipped
 systemd and mosquitto examples."""
 
@@ -16,8 +16,9 @@ import pytest
 
 import edgelearn
 from firmware_bridge.cli.service import add_gateway_arguments, overrides_from_args, run_gateway
-from firmware_bridge.config import SCHEMA, GatewayConfig, load_config, render_default_config
-from firmware_bridge.protocol import DEFAULT_LIMITS, JsonFields, Topics
+from firmware_bridge.service.config import SCHEMA, GatewayConfig, load_config
+from firmware_bridge.service.config_docs import render_default_config
+from firmware_bridge.wire import DEFAULT_LIMITS, JsonFields, Topics
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
@@ -75,7 +76,7 @@ def test_defaults_have_one_source():
     # objects cannot disagree (Pipeline(max_streams=...) once said 16 and the file 32).
     import inspect
 
-    from firmware_bridge.mqtt import MqttSettings
+    from firmware_bridge.service.mqtt import MqttSettings
     from firmware_bridge.pipeline import Pipeline
 
     config, errors = load_config(None)
@@ -162,7 +163,8 @@ x = 1
         "[mqtt] password_file must be a readable UTF-8 file, got '/nonexistent/password'",
         "[mqtt.tls] enabled must be true when ca_file, cert_file or key_file is set",
         "The 'interval_seconds' parameter of [checkpoints] must be a float in [1, 604800]. Got 0.5.",
-        "The 'kind' parameter of [learner] must be one of {" + ", ".join(map(repr, edgelearn.KINDS)) + "}. Got 'svm'.",
+        "The 'kind' parameter of [learner] must be one of {" + ", ".join(map(repr, edgelearn.KINDS))
+        + "} or 'river:MODULE.CLASS'. Got 'svm'.",
     ]
     for fragment in expected:
         assert any(fragment in line for line in lines), f"missing error: {fragment}\n{err}"
@@ -218,10 +220,13 @@ def test_password_file_is_read_and_never_shown(tmp_path):
     assert "s3cret" not in repr(config.mqtt) and "s3cret" not in repr(config)
 
 
-def test_check_config_runs_as_a_module():
+@pytest.mark.parametrize("command", [
+    ["firmware_bridge", "gateway"],  # python -m firmware_bridge is the edgelearn command
+    ["firmware_bridge.gateway"],  # the service module's own entry, from before the rooms
+])
+def test_check_config_runs_as_a_module(command):
     result = subprocess.run(
-        [sys.executable, "-m", "firmware_bridge.gateway", "--config", str(SHIPPED),
-         "--check-config"],
+        [sys.executable, "-m", *command, "--config", str(SHIPPED), "--check-config"],
         capture_output=True, text=True, cwd=ROOT, timeout=60,
     )
     assert result.returncode == 0, result.stderr

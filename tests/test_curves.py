@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from firmware_bridge import cli
-from firmware_bridge.curves import COLUMNS, CurveRecorder
+from firmware_bridge.offline.curves import COLUMNS, CurveRecorder
 from firmware_bridge.pipeline import Pipeline
-from firmware_bridge.protocol import encode_data
-from firmware_bridge.recorder import write_log
+from firmware_bridge.wire import encode_data
+from firmware_bridge.wire.logfile import write_log
 
 
 def _log(path, n=600, streams=("a", "b")):
@@ -85,10 +85,13 @@ def test_plot_and_curve_options_are_checked(tmp_path, capsys):
     _log(log, n=10)
     assert cli.main(["replay", str(log), "--plot", str(tmp_path / "x.jpg")]) == 2
     assert "The '--plot' option must be a .png file name. Got" in capsys.readouterr().err
+    # A CSV takes --curve too: its rows run through the pipeline, as a log's messages do.
     csv_path = tmp_path / "d.csv"
-    csv_path.write_text("a,b,y\n1,2,1\n")
-    assert cli.main(["replay", str(csv_path), "--curve", str(tmp_path / "c.csv")]) == 2
-    assert "--plot and --curve" in capsys.readouterr().err
+    csv_path.write_text("a,b,y\n1,2,1\n3,4,0\n")
+    assert cli.main(["replay", str(csv_path), "--quiet", "--curve", str(tmp_path / "c.csv")]) == 0
+    rows = (tmp_path / "c.csv").read_text().splitlines()
+    assert rows[0].startswith("stream,reading,received_at,correct") and len(rows) == 3
+    capsys.readouterr()
     with pytest.raises(SystemExit):
         cli.main(["replay", str(log), "--window", "0"])
     assert "The '--window' option must be an int in [1, 1000000]. Got '0'." in (

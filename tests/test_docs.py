@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from firmware_bridge.pipeline import REJECT_COUNTERS
-from firmware_bridge.protocol import (
+from firmware_bridge.wire import (
     COUNTER_KEYS,
     INBOUND_KINDS,
     KINDS,

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from firmware_bridge.fanout import Task, expand_logs, run_grid, run_task, tasks_for
-from firmware_bridge.recorder import write_log
+from firmware_bridge.offline.fanout import Task, expand_logs, run_grid, run_task, tasks_for
+from firmware_bridge.wire.logfile import write_log
 
 from test_bulk_replay import _log_records
 
@@ -56,7 +56,7 @@ def test_serial_joblib_and_dask_agree(log_folder):
 
 
 def test_the_gateway_does_not_import_joblib_or_dask():
-    code = ("import sys, firmware_bridge.gateway, firmware_bridge.cli, firmware_bridge.fanout; "
+    code = ("import sys, firmware_bridge.service.gateway, firmware_bridge.cli, firmware_bridge.offline.fanout; "
             "print(any(m.split('.')[0] in ('joblib', 'dask', 'distributed') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -10,9 +10,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from firmware_bridge.fast_decode import REC_BATCH, REC_PYTHON, REC_SINGLE, FastDecoder
-from firmware_bridge.kernels import msgpack_scan as k
-from firmware_bridge.protocol import (
+from firmware_bridge.wire.bulk_decode import REC_BATCH, REC_PYTHON, REC_SINGLE, FastDecoder
+from firmware_bridge.wire.kernels import msgpack_scan as k
+from firmware_bridge.wire import (
     DataBatch,
     DataMessage,
     Limits,
@@ -24,7 +24,7 @@ from firmware_bridge.protocol import (
     validate_batch,
     validate_data,
 )
-from firmware_bridge.recorder import read_log, write_log
+from firmware_bridge.wire.logfile import read_log, write_log
 
 
 # --- a msgpack encoder that picks any valid encoding (the packer always picks the

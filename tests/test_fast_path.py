@@ -17,7 +17,7 @@ import pytest
 
 from edgelearn import PAACDS, Learner
 from firmware_bridge.pipeline import Pipeline
-from firmware_bridge.protocol import (
+from firmware_bridge.wire import (
     KnownNames,
     Limits,
     Topics,
@@ -28,7 +28,7 @@ from firmware_bridge.protocol import (
     plain_reading,
     validate_data,
 )
-from firmware_bridge.recorder import iter_logs, write_log
+from firmware_bridge.wire.logfile import iter_logs, write_log
 from results_pages import load_tool
 
 TOPICS = Topics()
@@ -147,7 +147,7 @@ def _plain(outbound):
 
 
 def test_fast_path_outputs_counters_and_learners_equal_the_full_path(monkeypatch):
-    import firmware_bridge.pipeline as module
+    import firmware_bridge.pipeline.core as module
 
     fast, full = _pipelines()
     full_path = []

@@ -8,12 +8,12 @@ import socket
 import pytest
 
 from edgelearn.state import save_checkpoint
-from firmware_bridge.checkpoints import checkpoint_path
-from firmware_bridge.checkpoints import stream_of_checkpoint as _stream_of_checkpoint
-from firmware_bridge.config import load_config
-from firmware_bridge.gateway import Gateway
-from firmware_bridge.systemd import SystemdNotifier
-from firmware_bridge.protocol import encode_data
+from firmware_bridge.service.checkpoints import checkpoint_path
+from firmware_bridge.service.checkpoints import stream_of_checkpoint as _stream_of_checkpoint
+from firmware_bridge.service.config import load_config
+from firmware_bridge.service.gateway import Gateway
+from firmware_bridge.service.systemd import SystemdNotifier
+from firmware_bridge.wire import encode_data
 
 
 def make_config(tmp_path, capacity=16, **overrides):
@@ -198,7 +198,7 @@ def test_a_bug_in_a_shared_batch_pass_counts_every_message_of_the_group(tmp_path
     # Messages taken together share one Pipeline.handle_many call: if it raises, none
     # of them is answered, and worker_errors (messages whose processing raised)
     # counts each, as it would count each one alone; all are acknowledged in order.
-    from firmware_bridge.mqtt import InboundMessage
+    from firmware_bridge.service.mqtt import InboundMessage
 
     gateway = Gateway(make_config(tmp_path, **{"mqtt.port": 1}), notifier=SystemdNotifier({}))
 

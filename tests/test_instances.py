@@ -23,8 +23,8 @@ import paho.mqtt.client as paho
 import pytest
 from brokers import Broker, wait_until
 
-from firmware_bridge.checkpoints import stream_of_checkpoint
-from firmware_bridge.protocol import encode_data
+from firmware_bridge.service.checkpoints import stream_of_checkpoint
+from firmware_bridge.wire import encode_data
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "configs" / "edgelearn-gateway@.service"

@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from brokers import broker, free_port, installed, wait_until  # noqa: F401  (broker: a fixture)
 from test_gateway_broker import Gateway
 
-from firmware_bridge.homeassistant import HomeAssistant, sanitize
+from firmware_bridge.service.sinks.homeassistant import HomeAssistant, sanitize
 
 pytestmark = pytest.mark.broker
 
@@ -217,7 +217,7 @@ def test_mosquitto_pub_of_a_zigbee2mqtt_object_is_predicted_and_the_integrations
         assert families["edgelearn_checkpoint_age_seconds"].samples[0].value >= 0
         # Loopback only by default.
         assert json.loads(subprocess.run(
-            [sys.executable, "-c", "from firmware_bridge.config import load_config; "
+            [sys.executable, "-c", "from firmware_bridge.service.config import load_config; "
              "print(repr(load_config(None)[0]['prometheus.host']))"],
             capture_output=True, text=True, cwd=ROOT).stdout.replace("'", '"')) == "127.0.0.1"
     finally:
@@ -278,14 +278,15 @@ def test_integrations_cost_nothing_when_off():
     # modules (nor their optional packages) and starts no thread of theirs.
     code = (
         "import sys, threading\n"
-        "from firmware_bridge.config import load_config\n"
-        "from firmware_bridge.gateway import Gateway\n"
+        "from firmware_bridge.service.config import load_config\n"
+        "from firmware_bridge.service.gateway import Gateway\n"
         "config, errors = load_config(None, {'checkpoints.directory': ''})\n"
         "assert not errors, errors\n"
         "gateway = Gateway(config)\n"
-        "assert gateway.homeassistant is None and gateway.metrics_server is None\n"
-        "loaded = [m for m in ('firmware_bridge.homeassistant', 'firmware_bridge.prometheus',"
-        " 'firmware_bridge.plots', 'prometheus_client', 'matplotlib', 'http.server')"
+        "assert [sink.name for sink in gateway.sinks] == ['mqtt']\n"
+        "assert gateway.sink('homeassistant') is None and gateway.sink('prometheus') is None\n"
+        "loaded = [m for m in ('firmware_bridge.offline.plots', 'prometheus_client', 'matplotlib',"
+        " 'http.server')"
         " if m in sys.modules]\n"
         "print(loaded, threading.active_count())\n"
     )
@@ -296,8 +297,8 @@ def test_integrations_cost_nothing_when_off():
 
 
 def test_integration_settings_are_checked():
-    from firmware_bridge.config import load_config
-    from firmware_bridge.gateway import Gateway
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.service.gateway import Gateway
 
     _, errors = load_config(None, {"status_json.topic": "edgelearn/status/{gateway}"})
     assert errors == ["[status_json] topic must not fit a [topics] template (it would "
@@ -384,7 +385,7 @@ def test_a_binary_stream_with_word_labels_shows_on_and_off_in_home_assistant():
     # A stream labelled "occupied"/"empty" predicts those words; Home Assistant's
     # binary_sensor needs ON/OFF, so the gateway shows the positive side of the pair.
     from firmware_bridge.pipeline import Pipeline
-    from firmware_bridge.protocol import encode_data
+    from firmware_bridge.wire import encode_data
 
     pipeline = Pipeline("pa", {"capacity": 8}, label_policy="from_data")
     states = set()

@@ -8,9 +8,9 @@ import msgpack
 import numpy as np
 import pytest
 
-from firmware_bridge.journal import LabelJournal, read_journal
+from firmware_bridge.service.journal import LabelJournal, read_journal
 from firmware_bridge.pipeline import Pipeline
-from firmware_bridge.protocol import Limits, encode_batch, encode_data, encode_label
+from firmware_bridge.wire import Limits, encode_batch, encode_data, encode_label
 
 
 def _traffic(seed: int, n: int = 400):
@@ -54,7 +54,7 @@ def _pipelines(policy: str):
     params = {"capacity": 6, "evict_after": 40, "target_query_rate": 0.3, "seed": 5}
     jitted = Pipeline("paacds", params, label_policy=policy, limits=Limits(max_channels=16))
     plain = Pipeline("paacds", params, label_policy=policy, limits=Limits(max_channels=16))
-    plain._jitted_batches = False
+    plain.batch_path = None
     return jitted, plain
 
 
@@ -102,7 +102,7 @@ def test_jitted_batches_answer_as_reading_by_reading(policy, seed):
     assert c["seq_missing"] > 0 and any(s["channels_evicted"] for s in jitted.status()["streams"].values())
     if policy == "request":
         assert c["label_requests"] > 0 and c["label_answered"] > 0
-    assert len(jitted._batch_decoder.names) > 0  # the jitted path ran
+    assert len(jitted.batch_path.decoder().names) > 0  # the jitted path ran
 
 
 @pytest.mark.parametrize(("policy", "seed"), [("request", 4), ("from_data", 5), ("all", 6)])
@@ -145,7 +145,8 @@ def test_a_crash_after_jitted_batches_loses_no_lesson(jitted, tmp_path):
     where no unlabelled reading moved the learner's statistics between a checkpoint
     and a lesson: the journal's stated limit, on either path.)"""
     live, _ = _pipelines("all")
-    live._jitted_batches = bool(jitted)
+    if not jitted:
+        live.batch_path = None
     checkpoints, saved_layout = {}, {}
     file = LabelJournal(str(tmp_path / "labels.journal"), max_bytes=1 << 30)
 
@@ -188,11 +189,11 @@ def test_handle_many_answers_as_handle_one_by_one(policy, seed, group, monkeypat
     requests named by stream and seq: different streams' may be issued in another
     order), lessons, counters and state; the traffic interleaves two streams, single
     readings, label answers, new and dropped channels."""
-    import firmware_bridge.jitted_rows as jitted_rows
+    import firmware_bridge.pipeline.batches as batches
 
     passes = []
-    run_pass = jitted_rows.run_pass
-    monkeypatch.setattr(jitted_rows, "run_pass",
+    run_pass = batches.run_pass
+    monkeypatch.setattr(batches, "run_pass",
                         lambda p, *args: passes.append(p) or run_pass(p, *args))
     grouped, plain = _pipelines(policy)
     lessons = {id(grouped): [], id(plain): []}

@@ -10,12 +10,12 @@ import pytest
 
 import edgelearn
 from edgelearn.state import load_checkpoint
-from firmware_bridge.checkpoints import checkpoint_path
-from firmware_bridge.config import load_config
-from firmware_bridge.gateway import Gateway
-from firmware_bridge.journal import JOURNAL_NAME, LabelJournal, read_journal
-from firmware_bridge.protocol import encode_data, encode_label
-from firmware_bridge.systemd import SystemdNotifier
+from firmware_bridge.service.checkpoints import checkpoint_path
+from firmware_bridge.service.config import load_config
+from firmware_bridge.service.gateway import Gateway
+from firmware_bridge.service.journal import JOURNAL_NAME, LabelJournal, read_journal
+from firmware_bridge.wire import encode_data, encode_label
+from firmware_bridge.service.systemd import SystemdNotifier
 
 
 def make_config(tmp_path, **overrides):
@@ -181,7 +181,7 @@ def test_a_killed_gateway_restarts_with_every_label_of_its_jitted_batches(tmp_pa
     """Batches of labelled readings (the jitted batch path, one journal record per
     batch) after the last checkpoint: a restart replays every lesson, and as every
     reading is learned, the weights come back exactly."""
-    from firmware_bridge.protocol import encode_batch
+    from firmware_bridge.wire import encode_batch
 
     config = make_config(tmp_path)
     gateway = Gateway(config, notifier=SystemdNotifier({}))

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firmware_bridge.config import load_config
+from firmware_bridge.service.config import load_config
 from firmware_bridge.pipeline import Pipeline
-from firmware_bridge.protocol import (
+from firmware_bridge.wire import (
     DEFAULT_LIMITS,
     DataMessage,
     JsonFields,

@@ -554,7 +554,7 @@ def test_state_round_trip_mid_block_is_exact():
 def test_memory_bytes_is_the_documented_formula():
     for W, b, m, d in ((256, 20, 16, 256), (12, 3, 2, 5), (64, 64, 1, 7)):
         model = MultiLabelKELM(window=W, block_size=b, max_labels=m, capacity=d)
-        formula = 8 * (W * (W + d + 3 * m + 6 * b + 6) + b * (d + 2 * m + 2 * b + 2) + d + 3 * m + 1) \
+        formula = 8 * (W * (W + d + 3 * m + 6 * b + 6) + b * (d + 2 * m + 2 * b + 2) + d + 3 * m + 4) \
             + W * (m + 1) + b * b + 64 * m
         assert model.memory_bytes() == formula + model.channels.memory_bytes()
 

@@ -17,6 +17,7 @@ from edgelearn.kernels import channels as CH
 from edgelearn.kernels import pa as PA
 from edgelearn.kernels import paacds as K
 from edgelearn.kernels import replay as R
+from edgelearn.kernels.rate_control import new_query_state
 from edgelearn.kernels.rng import new_state, next_double, next_uint64
 
 RTOL = 1e-12
@@ -895,7 +896,7 @@ def test_stream_of_kernels_equals_stream_of_references(case):
     model_k, model_r = new_model(capacity, rows), new_model(capacity, rows)
     out = np.zeros(rows)
     idx_buf, score_buf = K.allocate_scratch(capacity)
-    rng_k, rng_r = new_state(99), 99
+    rng_k, rng_r, budget_r = new_query_state(99), 99, (0, 0)
     delta_k = delta_r = 1.0
     n_known = 0
     asked_total = 0
@@ -938,13 +939,11 @@ def test_stream_of_kernels_equals_stream_of_references(case):
             assert (best, runner) == naive.top_two(out_r, n_known, rows), f"step {t}"
             q_k = 0.0 if runner < 0 else out[best] - out[runner]
             q_r = 0.0 if runner < 0 else out_r[best] - out_r[runner]
-        ask = bool(K.draw_query(q_k, delta_k, rng_k))
-        ask_r, rng_r = naive.draw_query(q_r, delta_r, rng_r)
-        assert ask == ask_r and int(rng_k[0]) == rng_r, f"query at step {t}"
-        if target > 0.0:
-            delta_k = K.adapt_delta(delta_k, ask, target, gain)
-            delta_r = naive.adapt_delta(delta_r, ask_r, target, gain)
-            assert delta_k == pytest.approx(delta_r, rel=1e-9)
+        ask, delta_k = K.query(q_k, delta_k, rng_k, target, gain)
+        ask_r, delta_r, rng_r, budget_r = naive.query(q_r, delta_r, rng_r, budget_r, target, gain)
+        assert bool(ask) == ask_r and int(rng_k[0]) == rng_r, f"query at step {t}"
+        assert (int(rng_k[1]), int(rng_k[2])) == budget_r, f"budget at step {t}"
+        assert delta_k == pytest.approx(delta_r, rel=1e-9)
 
         if ask:
             asked_total += 1
@@ -999,7 +998,7 @@ def test_decide_learn_binary_equals_the_references_in_turn(case, only_if_asked):
     out = np.zeros(1)
     idx_buf, score_buf = K.allocate_scratch(capacity)
     tie_key = np.arange(float(capacity))
-    rng_k, rng_r = new_state(7), 7
+    rng_k, rng_r, budget_r = new_query_state(7), 7, (0, 0)
     delta_k = delta_r = 1.0
     n_learned = 0
     for t in range(steps):
@@ -1020,9 +1019,7 @@ def test_decide_learn_binary_equals_the_references_in_turn(case, only_if_asked):
         )
         z_r, out_r, _, stats_r, model_r = naive.observe_scores(
             slots, values, stats_r, t, forget, eps, z_max, model_r, h_forget, k0)
-        ask_r, rng_r = naive.draw_query(out_r[0], delta_r, rng_r)
-        if target > 0.0:
-            delta_r = naive.adapt_delta(delta_r, ask_r, target, gain)
+        ask_r, delta_r, rng_r, budget_r = naive.query(out_r[0], delta_r, rng_r, budget_r, target, gain)
         learned_r = y != 0.0 and (ask_r or not only_if_asked)
         if learned_r:
             model_r, changed_r = naive.learn_binary(slots, z_r, y, model_r, C, variant_i, bias)

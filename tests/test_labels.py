@@ -1,12 +1,12 @@
-"""Tests for firmware_bridge.labels: pending label requests with a fake clock."""
+"""Tests for firmware_bridge.pipeline.pending: pending label requests with a fake clock."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from firmware_bridge.labels import COUNTER_KEYS, Outcome, PendingEntry, PendingLabels
-from firmware_bridge.protocol import Limits, check_stream_id
+from firmware_bridge.pipeline.pending import COUNTER_KEYS, Outcome, PendingEntry, PendingLabels
+from firmware_bridge.wire import Limits, check_stream_id
 
 
 class FakeClock:

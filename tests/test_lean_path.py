@@ -19,7 +19,7 @@ import pytest
 
 from edgelearn import DEFAULT_KIND, PAACDS, ActiveAROW
 from firmware_bridge.pipeline import Pipeline
-from firmware_bridge.protocol import Topics, encode_data, encode_label
+from firmware_bridge.wire import Topics, encode_data, encode_label
 
 TOPICS = Topics()
 
@@ -101,7 +101,7 @@ def test_lean_path_equals_the_per_call_path_bit_for_bit(policy, labels, kind):
     took = 0
     for topic, payload in _traffic(1500, seed=len(labels) + len(policy),
                                    labels=LABEL_SETS[labels], p_label=0.6):
-        streams = [lean._streams.get(name) for name in ("a", "b")]
+        streams = [lean.stream_state(name) if name in lean.streams else None for name in ("a", "b")]
         before = sum(s is not None and s.lean is not None for s in streams)
         a = lean.handle(topic, payload, 1.0)
         b = reference.handle(topic, payload, 1.0)
@@ -148,7 +148,7 @@ def test_a_label_the_lean_table_does_not_know_takes_the_full_checks(kind):
         a = lean.handle(topic, encode_data(0.0, seq, x, y), 0.0)
         b = reference.handle(topic, encode_data(0.0, seq, x, y), 0.0)
         assert [o.payload for o in a] == [o.payload for o in b]
-    assert lean._streams["a"].lean is not None
+    assert lean.stream_state("a").lean is not None
     assert lean.counters() == reference.counters()
     assert lean.counters()["unusable_label"] > 0
     assert vars(lean.metrics("a")) == vars(reference.metrics("a"))
@@ -170,7 +170,7 @@ def test_a_zero_margin_predicts_what_decide_one_predicts(kind):
         b = reference.handle(topic, encode_data(0.0, seq, x, y), 0.0)
         assert [o.payload for o in a] == [o.payload for o in b], seq
         prediction = msgpack.unpackb(a[0].payload)
-        if prediction["score"] == 0.0 and lean._streams["a"].lean is not None:
+        if prediction["score"] == 0.0 and lean.stream_state("a").lean is not None:
             zero_margins += 1
             side = KINDS[kind].zero_margin_positive
             assert prediction["y"] == lean.learner("a").targets.decode(side)

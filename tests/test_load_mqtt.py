@@ -16,7 +16,7 @@ import paho.mqtt.client as paho
 import pytest
 from brokers import broker, wait_until  # noqa: F401  (broker: a fixture)
 
-from firmware_bridge.protocol import DEFAULT_LIMITS, DataBatch, Topics, parse_message
+from firmware_bridge.wire import DEFAULT_LIMITS, DataBatch, Topics, parse_message
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools"))
 import load_mqtt  # noqa: E402

@@ -39,8 +39,8 @@ import pytest
 
 from brokers import cluster, wait_until  # noqa: F401  (cluster: a fixture)
 
-from firmware_bridge.checkpoints import stream_of_checkpoint
-from firmware_bridge.protocol import encode_data
+from firmware_bridge.service.checkpoints import stream_of_checkpoint
+from firmware_bridge.wire import encode_data
 
 pytestmark = pytest.mark.nats
 
@@ -104,7 +104,7 @@ def _gateway(tmp: pathlib.Path, name: str, partition: int, ports: list[int]) -> 
     )
     log = open(tmp / name / "gateway.log", "ab")
     process = subprocess.Popen(
-        [sys.executable, "-m", "firmware_bridge.gateway", "--config", str(config)],
+        [sys.executable, "-m", "firmware_bridge", "gateway", "--config", str(config)],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=log,
         stderr=subprocess.STDOUT,
     )

@@ -1,4 +1,4 @@
-"""The jitted batch prediction writer (firmware_bridge.kernels.pack_predictions)
+"""The jitted batch prediction writer (firmware_bridge.wire.kernels.pack_predictions)
 against msgpack.packb of the same fields: the same bytes."""
 
 import math
@@ -7,7 +7,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from firmware_bridge.kernels.pack_predictions import pack_predictions
+from firmware_bridge.wire.kernels.pack_predictions import pack_predictions
 
 _PACK = msgpack.Packer(use_bin_type=True).pack
 

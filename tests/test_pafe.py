@@ -550,8 +550,8 @@ def test_the_gateway_config_and_pipeline_run_pafe(tmp_path):
     """kind = "pafe" in a gateway.toml: the configuration validates, the
     pipeline serves a stream whose sensors are replaced, and a stream's
     checkpoint restores."""
-    from firmware_bridge.config import load_config
-    from firmware_bridge.protocol import encode_data
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.wire import encode_data
 
     path = tmp_path / "gateway.toml"
     path.write_text('[learner]\nkind = "pafe"\n[learner.params]\ncapacity = 16\nC = 0.1\n'

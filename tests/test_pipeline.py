@@ -15,7 +15,7 @@ from firmware_bridge.pipeline import (
     Pipeline,
     StateMismatch,
 )
-from firmware_bridge.protocol import (
+from firmware_bridge.wire import (
     REJECT_REASONS,
     Limits,
     Topics,
@@ -598,7 +598,7 @@ def test_sequence_accounting_gaps_duplicates_out_of_order_and_restarts(caplog):
 
 
 def test_sequence_accounting_of_batched_readings():
-    from firmware_bridge.protocol import encode_batch
+    from firmware_bridge.wire import encode_batch
     pipeline, _ = make("pa")
     readings = [(0.0, seq, {"a": 1.0}, None) for seq in (0, 1, 3, 4, 4, 2)]
     pipeline.handle("sensors/s1/data", encode_batch(readings), received_at=0.0)
@@ -640,7 +640,7 @@ def test_declared_constraints_of_the_channel_space_limits_and_pipeline():
     one message format (the learners' are checked by edgelearn.check_learner)."""
     from edgelearn import ChannelSpace
     from edgelearn.constraints import format_value
-    from firmware_bridge.protocol import Limits
+    from firmware_bridge.wire import Limits
 
     owners = [("ChannelSpace", ChannelSpace, {}), ("Limits", Limits, {}),
               ("Pipeline", Pipeline, {"learner_kind": "pa"})]
@@ -656,9 +656,10 @@ def test_declared_constraints_of_the_channel_space_limits_and_pipeline():
 
 def test_settled_binary_labels_skip_the_checks_with_the_same_verdicts(monkeypatch):
     """Once a binary stream's two labels are settled, the usual label skips the
-    label checks (Pipeline._score's settled_sides); every verdict, count and metric
+    label checks (the binary rules' settled_sides); every verdict, count and metric
     is the one the full checks give (the cache switched off)."""
-    import firmware_bridge.pipeline as pipeline_module
+    import firmware_bridge.pipeline.core as core
+    import firmware_bridge.pipeline.tasks as tasks
 
     labels = [1, 0, True, False, 1.0, "x", 0, 1, None, False, 1, 2, 0] * 20
 
@@ -667,10 +668,11 @@ def test_settled_binary_labels_skip_the_checks_with_the_same_verdicts(monkeypatc
         for seq, y in enumerate(labels):
             p.handle("sensors/s/data", encode_data(float(seq), seq, {"a": float(seq % 7), "b": 1.0}, y), 0.0)
         m = p.metrics("s")
-        return p.counters(), (m.n, m.accuracy, m.f1), p._streams["s"].settled_sides
+        return p.counters(), (m.n, m.accuracy, m.f1), p.stream_state("s").settled_sides
 
     cached_counters, cached_metrics, settled = run()
-    monkeypatch.setattr(pipeline_module, "_SETTLED_TYPES", frozenset())
+    monkeypatch.setattr(core, "SETTLED_TYPES", frozenset())
+    monkeypatch.setattr(tasks, "SETTLED_TYPES", frozenset())
     plain_counters, plain_metrics, nothing = run()
     assert settled and not nothing
     assert cached_counters == plain_counters and cached_metrics == plain_metrics

@@ -1,4 +1,4 @@
-"""Tests for firmware_bridge.protocol: topics, limits, decoding, validation, encoding."""
+"""Tests for firmware_bridge.wire: topics, limits, decoding, validation, encoding."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from firmware_bridge.protocol import (
+from firmware_bridge.wire import (
     COUNTER_KEYS,
     DEFAULT_LIMITS,
     OFFLINE_STATUS,
@@ -606,8 +606,8 @@ def test_example_config_matches_the_code(tmp_path):
     import pathlib
     import tomllib
 
-    from firmware_bridge.labels import PendingLabels
-    from firmware_bridge.recorder import LogWriter
+    from firmware_bridge.pipeline.pending import PendingLabels
+    from firmware_bridge.service.recorder import LogWriter
 
     path = pathlib.Path(__file__).resolve().parent.parent / "configs" / "gateway.toml"
     config = tomllib.loads(path.read_text())
@@ -626,12 +626,12 @@ def test_example_config_matches_the_code(tmp_path):
 
 
 def test_name_verdicts_are_cached_only_for_short_strings():
-    from firmware_bridge import protocol
+    from firmware_bridge.wire import names
 
-    protocol._str_name_problem.cache_clear()
+    names._str_name_problem.cache_clear()
     for i in range(50):
-        protocol._name_problem("x" * 300 + str(i), 65535)  # long stream ids from topics
-        protocol._name_problem(["not", "hashable"], 64)
-    assert protocol._str_name_problem.cache_info().currsize == 0
-    assert protocol._name_problem("co2", 64) is None
-    assert protocol._str_name_problem.cache_info().currsize == 1
+        names.name_problem("x" * 300 + str(i), 65535)  # long stream ids from topics
+        names.name_problem(["not", "hashable"], 64)
+    assert names._str_name_problem.cache_info().currsize == 0
+    assert names.name_problem("co2", 64) is None
+    assert names._str_name_problem.cache_info().currsize == 1

@@ -1,4 +1,4 @@
-"""Tests for firmware_bridge.recorder: the msgpack message log format."""
+"""Tests for firmware_bridge.wire.logfile: the msgpack message log format."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ import zlib
 import msgpack
 import pytest
 
-from firmware_bridge.recorder import (
+from firmware_bridge.wire.logfile import (
     LOG_SUFFIX,
     LogError,
     LogRecord,
-    LogWriter,
     iter_logs,
     pack_header,
     pack_record,
@@ -22,6 +21,7 @@ from firmware_bridge.recorder import (
     read_log,
     write_log,
 )
+from firmware_bridge.service.recorder import LogWriter
 
 
 def make_records(n: int, payload_size: int = 20) -> list[tuple[str, float, bytes]]:
@@ -330,7 +330,7 @@ def _replay_json(path, capsys):
 
 
 def test_flipped_bytes_never_replay_silently_to_changed_results(tmp_path, capsys):
-    from firmware_bridge.protocol import encode_data
+    from firmware_bridge.wire import encode_data
     records = [(f"sensors/office-{i % 2}/data", 1.7e9 + i,
                 encode_data(1.7e9 + i, i // 2, {"t": 20.0 + i % 7, "co2": 400.0 + i % 13},
                             y=i % 5 > 1)) for i in range(30)]

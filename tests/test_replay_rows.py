@@ -1,9 +1,9 @@
-"""firmware_bridge.kernels.replay_rows.first_rows against NumPy (np.unique)."""
+"""firmware_bridge.pipeline.kernels.rows.first_rows against NumPy (np.unique)."""
 
 import numpy as np
 import pytest
 
-from firmware_bridge.kernels.replay_rows import first_rows
+from firmware_bridge.pipeline.kernels.rows import first_rows
 
 
 @pytest.mark.parametrize("seed", range(20))

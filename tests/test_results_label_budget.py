@@ -15,14 +15,20 @@ def test_tiny_run_writes_the_page_and_reuses_its_cache(tmp_path, capsys, monkeyp
     out = tmp_path / "page.md"
     cache = tmp_path / "cache.json"
     # Two bisection steps for River's discount_factor instead of twelve.
-    argv = ["--tasks", "spect", "ionosphere", "--seeds", "1", "--discount-steps", "2",
-            "--out", str(out), "--cache", str(cache)]
+    argv = ["--tasks", "spect", "ionosphere", "--multiclass-tasks", "dermatology", "--seeds", "1",
+            "--discount-steps", "2", "--out", str(out), "--cache", str(cache)]
     assert tool.main(argv) == 0
     text = out.read_text(encoding="utf-8")
     assert f"`python tools/results_label_budget.py {' '.join(argv)}`" in text
     page = sections(text, level=None)
     verdict = page["Verdict"]
     assert len(re.findall(r"^\* (paacds|haphazard): ActiveAROW", verdict, flags=re.M)) == 4
+    # the 10% verdict: one line per protocol and task family, with the realized rate
+    ten = re.findall(r"^\* (PAACDS protocol|haphazard inputs), (binary|multiclass) tasks: ActiveAROW at 10% "
+                     r"\(realized ([0-9.]+)% of the labels", verdict, flags=re.M)
+    assert len(ten) == 4 and all(8.0 < float(rate) < 16.0 for *_, rate in ten), ten
+    assert "**The 10% aim is met**" in verdict or "**The 10% aim is not met**" in verdict
+    assert (tmp_path / "page.png").stat().st_size > 10_000 and "](page.png)" in verdict
     met = "**The aim is met**" in verdict
     assert met or "**The aim is not met**" in verdict
     expected = "active_arow" if met else "paacds"
@@ -37,9 +43,14 @@ def test_tiny_run_writes_the_page_and_reuses_its_cache(tmp_path, capsys, monkeyp
     # The headline rows for the leaderboard, beside the page, agree with its mean rows.
     summary = json.loads((tmp_path / "docs" / "data" / "page.json").read_text())
     assert summary["command"] == f"python tools/results_label_budget.py {' '.join(argv)}"
-    by_key = {(r["protocol"].split(",")[1].split("(")[0].strip(), r["learner"]): r for r in summary["rows"]}
-    assert {learner for _, learner in by_key} == {"ActiveAROW", "River EntropySampler", "River LR (all labels)", "PAACDS"}
-    assert len(summary["rows"]) == 8
+    binary = [r for r in summary["rows"] if "binary tasks" in r["protocol"]]
+    by_key = {(r["protocol"].split(",")[1].split("(")[0].strip(), r["learner"]): r for r in binary}
+    budgeted = {f"{m} {b}%" for m in ("ActiveAROW", "PAACDS") for b in (10, 5)}
+    assert {learner for _, learner in by_key} == {"ActiveAROW", "River EntropySampler", "River LR (all labels)",
+                                                 "PAACDS"} | budgeted
+    assert len(binary) == 16
+    multiclass = {r["learner"] for r in summary["rows"] if "multiclass tasks" in r["protocol"]}
+    assert multiclass == {"ActiveAROW", "PAACDS", "River softmax (all labels)"} | budgeted
     for title, metric in (("F1", "f1"), ("accuracy", "accuracy"), ("balanced accuracy", "balanced_accuracy")):
         # page[title] is the last protocol's table: haphazard inputs
         means = decimals(row(page[title], "**mean over 2 tasks**"))[:4]
@@ -91,7 +102,7 @@ def test_default_kind_follows_the_committed_pages_verdict():
     summary = json.loads((root / "docs" / "data" / "results-label-budget.json").read_text(encoding="utf-8"))
     assert summary["page"] == "docs/results-label-budget.md"
     assert summary["command"] in text
-    ours = [r for r in summary["rows"] if r["learner"] == "ActiveAROW"]
+    ours = [r for r in summary["rows"] if r["learner"] == "ActiveAROW" and "binary tasks" in r["protocol"]]
     assert len(ours) == 2
     means = decimals(row(sections(text, level=None)["F1"], "**mean over 13 tasks**"))
     assert 100 * ours[1]["metrics"]["f1"] == pytest.approx(means[0], abs=0.051)

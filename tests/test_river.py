@@ -19,8 +19,9 @@ from river import active, base, checks, compose, datasets, ensemble, evaluate, m
 import edgelearn
 from edgelearn import datasets as edgelearn_datasets
 
-LEARNERS = ["PA", "PAACDS", "PAFE", "SynthesisNB", "OnlineEnsemble", "MultiLabelKELM"]
-BINARY = ["PA", "PAACDS", "PAFE", "SynthesisNB", "OnlineEnsemble"]
+# Every registered kind's class (edgelearn.learners.registry), and the binary ones.
+LEARNERS = [edgelearn.KINDS[kind].__name__ for kind in edgelearn.learners.registry.BUILTIN]
+BINARY = [name for name in LEARNERS if "binary" in edgelearn.LEARNERS[name].tasks]
 
 
 @pytest.fixture
@@ -126,9 +127,9 @@ def test_edgelearn_and_the_gateway_never_import_river():
     out = _run_fresh("""
         import sys
         import edgelearn, edgelearn.checks
-        import firmware_bridge.cli, firmware_bridge.gateway, firmware_bridge.pipeline
+        import firmware_bridge.cli, firmware_bridge.service.gateway, firmware_bridge.pipeline
         from firmware_bridge.pipeline import Pipeline
-        from firmware_bridge.protocol import encode_data
+        from firmware_bridge.wire import encode_data
         for kind in ("pa", "paacds", "kelm_multilabel", "ensemble"):
             pipeline = Pipeline(kind, {"capacity": 8})
             for i in range(50):

@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVICE = textwrap.dedent("""
     import json, sys
     from firmware_bridge.cli import build_parser, run_gateway
-    from firmware_bridge.config import load_config
-    from firmware_bridge.gateway import Gateway
-    from firmware_bridge.protocol import encode_data
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.service.gateway import Gateway
+    from firmware_bridge.wire import encode_data
 
     args = build_parser().parse_args(["gateway", "--config", sys.argv[1]])
     assert args.func is run_gateway
@@ -81,7 +81,7 @@ def test_the_service_loads_no_evaluation_stack(tmp_path):
 def test_the_library_still_offers_everything_by_name():
     # Lazy is invisible to users: every public name resolves, in a fresh process.
     code = ("import edgelearn; import edgelearn.learners as L; "
-            "print([getattr(edgelearn, n).__name__ for n in edgelearn.__all__ if n[0].isupper() and n not in ('KINDS', 'LEARNERS', 'DEFAULT_KIND')]); "
+            "print([getattr(edgelearn, n).__name__ for n in edgelearn.__all__ if n[0].isupper() and n not in ('KINDS', 'LEARNERS', 'DEFAULT_KIND', 'TASKS', 'CAPABILITIES')]); "
             "print(sorted(c.__name__ for c in edgelearn.KINDS.values())); "
             "print(edgelearn.evaluate.__name__, edgelearn.replay.__module__)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -70,7 +70,7 @@ def test_synthetic_instances_lie_between_the_centroid_and_the_instance():
 
 
 def test_synthesis_only_after_a_mistake_and_centroids_are_means_of_real_instances():
-    model = SynthesisNB(num=4, standardize=False, seed=3)
+    model = SynthesisNB(num=4, standardize=False, seed=3, half_life=None, error_scaled=False)
     rng = np.random.default_rng(4)
     real = {True: [], False: []}
     learned = 0
@@ -96,7 +96,7 @@ def test_without_synthesis_it_is_river_gaussian_nb():
     from river import naive_bayes  # a dev dependency: missing it must fail, not skip
     rng = np.random.default_rng(5)
     river = naive_bayes.GaussianNB()
-    model = SynthesisNB(num=0, standardize=False, var_floor=1e-12)
+    model = SynthesisNB(num=0, standardize=False, var_floor=1e-12, half_life=None)
     seen = {True: 0, False: 0}
     compared = 0
     for _ in range(2000):
@@ -114,7 +114,7 @@ def test_without_synthesis_it_is_river_gaussian_nb():
 
 def test_forgetting_follows_a_drifting_concept():
     X, y = hyperplane(8000, n_features=5, n_drift_features=2, mag_change=0.1, sigma=0.1, noise=0.0, seed=6)
-    plain = prequential(SynthesisNB(num=0), iter_array(X, y), active=False).accuracy
+    plain = prequential(SynthesisNB(num=0, half_life=None), iter_array(X, y), active=False).accuracy
     forgetting = prequential(SynthesisNB(num=0, half_life=300.0), iter_array(X, y), active=False).accuracy
     assert forgetting > plain + 0.05
 
@@ -177,7 +177,7 @@ def test_memory_budget_matches_its_formula():
     for n_classes, capacity in ((2, 256), (5, 40)):
         model = SynthesisNB(n_classes=n_classes, capacity=capacity)
         rows = n_classes
-        expected = 16 * rows * (3 * capacity + 1) + 8 * (rows + capacity + 1)
+        expected = 16 * rows * (3 * capacity + 1) + 8 * (rows + capacity + 2)
         expected += 64 * n_classes  # its labels (two when binary)
         assert model.memory_bytes() == expected + model.channels.memory_bytes()
 
@@ -185,8 +185,8 @@ def test_memory_budget_matches_its_formula():
 def test_the_gateway_config_and_pipeline_run_synthesis_nb(tmp_path):
     """kind = "synthesis_nb" in a gateway.toml: the configuration validates and
     the pipeline serves a multiclass stream with noisy labels."""
-    from firmware_bridge.config import load_config
-    from firmware_bridge.protocol import encode_data
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.wire import encode_data
 
     path = tmp_path / "gateway.toml"
     path.write_text('[learner]\nkind = "synthesis_nb"\n[learner.params]\ncapacity = 16\n'
@@ -205,3 +205,30 @@ def test_the_gateway_config_and_pipeline_run_synthesis_nb(tmp_path):
     metrics = pipeline.metrics("room")
     assert metrics.n == 1500 and metrics.accuracy > 0.8
     assert sorted(pipeline.learner("room").classes) == ["empty", "many", "one"]
+
+
+def test_error_scaled_synthesis_stops_when_labels_are_noise():
+    rng = np.random.default_rng(12)
+    scaled = SynthesisNB(num=5, half_life=None, seed=4)
+    paper = SynthesisNB(num=5, half_life=None, error_scaled=False, seed=4)
+    synthetic = {"scaled": 0, "paper": 0}
+    for i in range(3000):
+        x = {"a": float(rng.normal()), "b": float(rng.normal())}
+        y = bool(rng.random() < 0.5)  # labels the features say nothing about
+        for name, model in (("scaled", scaled), ("paper", paper)):
+            before = model.class_count.sum()
+            model.learn_one(x, y)
+            if i >= 2000:  # the running error rate has settled near 1/2
+                synthetic[name] += model.class_count.sum() - before - 1
+    assert abs(scaled.error_rate[0] - 0.5) < 0.1
+    assert synthetic["paper"] > 2000 and synthetic["scaled"] < 0.2 * synthetic["paper"]
+
+
+def test_a_state_from_before_error_scaled_loads_the_papers_rule():
+    model = SynthesisNB(num=5, half_life=None, error_scaled=False, seed=4)
+    model.learn_one({"a": 1.0}, True)
+    state = model.to_state()
+    del state["params"]["error_scaled"]
+    del state["learned"]["error_rate"]
+    restored = edgelearn.from_state(state)
+    assert restored.error_scaled is False and restored.error_rate[0] == 0.0

@@ -10,10 +10,10 @@ import tomllib
 
 import pytest
 
-from firmware_bridge import results_table
-from firmware_bridge.fanout import expand_logs
-from firmware_bridge.recorder import write_log
-from firmware_bridge.tune import grid_params, learner_section, random_params, rank, tune
+from firmware_bridge.offline import results_table
+from firmware_bridge.offline.fanout import expand_logs
+from firmware_bridge.wire.logfile import write_log
+from firmware_bridge.offline.tune import grid_params, learner_section, random_params, rank, tune
 
 from test_bulk_replay import _log_records
 

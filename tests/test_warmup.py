@@ -39,9 +39,9 @@ def _warmup(cache: Path, *extra: str) -> list[dict]:
 REPLAY = textwrap.dedent("""
     import json, sys
     from firmware_bridge.cli import DEMO_LOG
-    from firmware_bridge.config import load_config
-    from firmware_bridge.recorder import iter_logs
-    from firmware_bridge.warmup import cache_counts
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.wire.logfile import iter_logs
+    from firmware_bridge.service.warmup import cache_counts
 
     config, errors = load_config(sys.argv[1] if len(sys.argv) > 1 else None)
     assert not errors, errors

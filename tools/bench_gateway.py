@@ -2,7 +2,7 @@
 """Benchmark the gateway through a real broker: cost per message, messages/s, latency.
 
 Starts its own mosquitto on a free loopback port and the gateway as a subprocess
-(``python -m firmware_bridge.gateway``); the load comes from ``tools/load_mqtt.py``
+(``python -m firmware_bridge gateway``); the load comes from ``tools/load_mqtt.py``
 (a lean QoS 1 publisher on a raw socket, payloads encoded before the clock, a few µs
 of CPU per message, so the publisher is not what a run measures) while the same
 tool's lean subscriber (QoS 1, on a thread of this process) takes the outputs. In
@@ -17,7 +17,7 @@ one run:
    Every message must get exactly one prediction. The CPU time per message of every
    process (gateway, broker, subscriber from /proc; the publisher's own) is reported;
 4. **relay**: the same runs through a bare relay (``--relay``, a subprocess): the
-   gateway's own MQTT client (:class:`firmware_bridge.mqtt.MqttBridge`) with the
+   gateway's own MQTT client (:class:`firmware_bridge.service.mqtt.MqttBridge`) with the
    same settings (protocol, QoS, persistent session, manual acks after the output
    is with the broker, in-flight window, bounded queue) publishing one fixed output
    per input, and nothing else. Gateway CPU per message / relay CPU per message is
@@ -72,7 +72,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import edgelearn  # noqa: E402
-from firmware_bridge.protocol import Topics  # noqa: E402
+from firmware_bridge.wire import Topics  # noqa: E402
 
 TOPICS = Topics()
 RELAY_OUTPUT = "bench/relay/output"
@@ -276,7 +276,7 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
     messages; per reading of batches of ``batch``; and of a bare msgpack decode and
     encode of the same payloads, in this process."""
     from firmware_bridge.pipeline import Pipeline
-    from firmware_bridge.protocol import Limits, encode_batch, encode_data
+    from firmware_bridge.wire import Limits, encode_batch, encode_data
 
     readings = alone_readings(count, labels)
     payloads = [encode_data(*reading) for reading in readings]
@@ -290,7 +290,8 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
                              ("batch_per_reading", batches, batch)):
         pipeline = Pipeline("paacds", {"capacity": 64, "target_query_rate": 0.1}, limits=limits)
         # the batch path reading by reading, as before the jitted batches (the ratio)
-        pipeline._jitted_batches = name != "batch_per_reading"
+        if name == "batch_per_reading":
+            pipeline.batch_path = None
         handle = pipeline.handle
         for payload in items[: max(1, len(items) // 10)]:
             handle(topic, payload, 0.0)
@@ -319,7 +320,7 @@ def _compact_alone(readings: list, topic: str) -> dict:
     """CPU µs per reading of ``Pipeline.handle`` on the batch runs' compact batches
     (default limits), without and with a label journal on disk (the gateway's
     default, ``journal = true``: one record a batch)."""
-    from firmware_bridge.journal import LabelJournal
+    from firmware_bridge.service.journal import LabelJournal
     from firmware_bridge.pipeline import Pipeline
     from load_mqtt import TS_PLACEHOLDER, compact_batches
 
@@ -401,9 +402,9 @@ def run_relay(config_path: str, broker: str) -> int:
     """The bare relay (``--relay``): the gateway's MQTT client with the gateway's
     settings from ``config_path``, one fixed output per input, each input acknowledged
     once its output is with the broker (as the gateway does); until SIGTERM."""
-    from firmware_bridge.config import load_config
-    from firmware_bridge.mqtt import MqttBridge
-    from firmware_bridge.protocol import encode_status
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.service.mqtt import MqttBridge
+    from firmware_bridge.wire import encode_status
 
     host, _, port = broker.rpartition(":")
     config, errors = load_config(config_path, {"mqtt.host": host, "mqtt.port": int(port)})
@@ -457,7 +458,7 @@ class Bench:
     def start_gateway(self, name: str, *settings: str) -> subprocess.Popen:
         log = open(self.work / f"gateway-{name}.log", "wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "firmware_bridge.gateway", "--config", str(self.config),
+            [sys.executable, "-m", "firmware_bridge", "gateway", "--config", str(self.config),
              "--broker", f"127.0.0.1:{self.port}", "--state-dir", str(self.work / name),
              "--gateway-id", name, *(a for s in settings for a in ("--set", s))],
             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=log,
@@ -817,7 +818,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "are the figures to compare, not the rates.",
         "",
         "Everything runs on this one machine: the publisher, mosquitto (one thread), the "
-        f"gateway (`python -m firmware_bridge.gateway`, {args.protocol}, PAACDS with 64 "
+        f"gateway (`python -m firmware_bridge gateway`, {args.protocol}, PAACDS with 64 "
         "channel slots) and the subscriber timing the outputs (`tools/load_mqtt.py`'s "
         "`LeanSubscriber` on a thread of this tool: a raw-socket MQTT 3.1.1 client, QoS 1, "
         "the PUBACKs of a read sent at once; it decodes every prediction message as it "
@@ -900,7 +901,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "",
         f"{args.count:,} messages per run, published as fast as the publisher could. The "
         "relay (`tools/bench_gateway.py --relay`) is the gateway's own MQTT client "
-        "(`firmware_bridge.mqtt.MqttBridge`, paho-mqtt) with the gateway's settings from "
+        "(`firmware_bridge.service.mqtt.MqttBridge`, paho-mqtt) with the gateway's settings from "
         "the same configuration file: protocol, QoS 1 in and out, persistent session, "
         "manual acks sent once the output is with the broker, the same in-flight window "
         "and bounded queue; it publishes one fixed output per input and does nothing "

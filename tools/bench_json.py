@@ -14,7 +14,7 @@ import json
 import time
 
 from firmware_bridge.pipeline import Pipeline
-from firmware_bridge.protocol import JsonFields, Topics, encode_data
+from firmware_bridge.wire import JsonFields, Topics, encode_data
 
 
 def _json(i: int) -> bytes:

@@ -10,12 +10,12 @@ PAACDS with a 20% label budget, CPU time measured with ``time.process_time``
 (the machine is shared; CPU time is what the replay itself costs):
 
 * array: ``edgelearn.replay`` over the NumPy array (no decoding);
-* log, jitted: ``edgelearn replay``'s path (firmware_bridge.bulk_replay) over a
+* log, jitted: ``edgelearn replay``'s path (firmware_bridge.offline.replay) over a
   msgpack log of the same instances, reading and decoding included;
 * log, per message: the gateway's pipeline one message at a time (``--per-message``).
 
 The fan-out section replays --logs logs (one stream each) with ``--jobs 1`` and
-``--jobs 2`` (firmware_bridge.fanout), wall time, with the workers' start-up
+``--jobs 2`` (firmware_bridge.offline.fanout), wall time, with the workers' start-up
 timed apart from the replay.
 """
 
@@ -47,8 +47,8 @@ def make_data(n: int, d: int, seed: int = 0):
 
 
 def write_stream_log(path: Path, X, y, stream: str = "s1") -> None:
-    from firmware_bridge.protocol import encode_data
-    from firmware_bridge.recorder import write_log
+    from firmware_bridge.wire import encode_data
+    from firmware_bridge.wire.logfile import write_log
 
     names = [f"c{j}" for j in range(X.shape[1])]
     topic = f"sensors/{stream}/data"
@@ -74,9 +74,9 @@ def array_replay(X, y) -> dict:
 
 
 def log_replay(path: Path, jit: bool) -> dict:
-    from firmware_bridge.bulk_replay import replay_records
+    from firmware_bridge.offline.replay import replay_records
     from firmware_bridge.pipeline import Pipeline
-    from firmware_bridge.recorder import iter_logs
+    from firmware_bridge.wire.logfile import iter_logs
 
     pipeline = Pipeline("paacds", PARAMS, label_policy="from_data")
     start = time.process_time()
@@ -95,7 +95,7 @@ def best_of(runs: int, fn, *args) -> dict:
 
 
 def _warm_worker(hold_s: float) -> int:
-    from firmware_bridge.fanout import warm_up
+    from firmware_bridge.offline.fanout import warm_up
 
     warm_up()
     time.sleep(hold_s)  # hold this worker, so the next warm-up task goes to another
@@ -117,7 +117,7 @@ WORKER_HOLD_S = 0.5
 
 
 def fanout_scaling(folder: Path, jobs_list: list[int]) -> list[dict]:
-    from firmware_bridge.fanout import run_grid, tasks_for, warm_up
+    from firmware_bridge.offline.fanout import run_grid, tasks_for, warm_up
 
     tasks = tasks_for(sorted(folder.glob("*.msgpack")), "paacds", [PARAMS], label_policy="from_data")
     warm_up()
@@ -169,7 +169,7 @@ def render(args, n, array, jitted, per_message, fanout, command) -> str:
         "queries, the same loop. The per-message row covers the first "
         f"{per_message['n']:,} instances only.",
         "The jitted log path reads the file once, checks each record's CRC-32 and decodes",
-        "the data messages in numba (`firmware_bridge.fast_decode`); channel names and",
+        "the data messages in numba (`firmware_bridge.wire.bulk_decode`); channel names and",
         "labels are judged once by the protocol's rules, and a record the decoder is unsure",
         "of goes through the gateway's exact path (`parse_message`), in order. Then the",
         "stream runs the same jitted loop as the array replay.",
@@ -181,7 +181,7 @@ def render(args, n, array, jitted, per_message, fanout, command) -> str:
             "## Fan-out over many logs",
             "",
             f"{fanout[0]['tasks']} logs of {args.fanout_n:,} messages each (one stream per log), one",
-            "parameter set, as independent tasks (`firmware_bridge.fanout.run_grid`, joblib `loky`",
+            "parameter set, as independent tasks (`firmware_bridge.offline.fanout.run_grid`, joblib `loky`",
             "processes); wall time. Worker start-up is measured apart: a round of tasks that",
             "only import the package and load the cached kernels (`fanout.warm_up`) on the same",
             f"executor, which `run_grid` then reuses (each holds its worker {WORKER_HOLD_S} s so",

@@ -3,7 +3,7 @@
 
 What the systemd unit's ``MemoryHigh``/``MemoryMax`` and ``configs/gateway.toml``
 say about memory come from this page. For each case the gateway runs as it does in
-the service (``python -m firmware_bridge.gateway`` with ``configs/gateway.toml``,
+the service (``python -m firmware_bridge gateway`` with ``configs/gateway.toml``,
 only the broker, the state folder and, for 100 streams, ``max_streams`` changed)
 against a real mosquitto started here on a free loopback port. A small publisher
 in this process sends occupancy-like readings (temperature, humidity, light, CO2,
@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import edgelearn  # noqa: E402
 from bench_gateway import _free_port, _wait, machine, start_mosquitto  # noqa: E402
-from firmware_bridge.protocol import Topics, encode_data  # noqa: E402
+from firmware_bridge.wire import Topics, encode_data  # noqa: E402
 
 TOPICS = Topics()
 SHIPPED_CONFIG = ROOT / "configs" / "gateway.toml"
@@ -166,7 +166,7 @@ def run_case(work: pathlib.Path, port: int, streams: int, cache: str, per_stream
     observer = Observer(port, gateway_id)
     log = open(case / "gateway.log", "wb")
     gateway = subprocess.Popen(
-        [sys.executable, "-m", "firmware_bridge.gateway", "--config", str(config),
+        [sys.executable, "-m", "firmware_bridge", "gateway", "--config", str(config),
          "--broker", f"127.0.0.1:{port}", "--state-dir", str(case / "state"), "--gateway-id", gateway_id],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
@@ -213,7 +213,7 @@ def write_page(out: pathlib.Path, command: str, results: list[dict], host: dict)
         f"{host['memory']}), {host['os']}, Python {host['python']}, numba "
         f"{host['numba']}, llvmlite {host['llvmlite']}, numpy {host['numpy']}, {host['broker']}.",
         "",
-        "The gateway (`python -m firmware_bridge.gateway`, `configs/gateway.toml`: PAACDS with "
+        "The gateway (`python -m firmware_bridge gateway`, `configs/gateway.toml`: PAACDS with "
         "64 channel slots per stream; `max_streams` raised to 100 for the 100-stream rows) "
         "against a mosquitto on a loopback port; a publisher sends occupancy-like readings "
         "with labels (QoS 1) to every stream in turn and waits for every prediction. RSS is "

@@ -36,7 +36,7 @@ import paho.mqtt.client as paho
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 from edgelearn import datasets  # noqa: E402
-from firmware_bridge.protocol import Topics, decode_payload, encode_label  # noqa: E402
+from firmware_bridge.wire import Topics, decode_payload, encode_label  # noqa: E402
 from simulate_sensors import broker_argument  # noqa: E402
 
 __all__ = ["Oracle", "main"]

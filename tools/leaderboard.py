@@ -57,7 +57,7 @@ AIMS = (
         "EntropySampler (about 20% queries) and River's LogisticRegression with every label, under "
         "the PAACDS protocol and the haphazard-inputs protocol",
         "results-label-budget", "ActiveAROW", ("River EntropySampler", "River LR (all labels)"),
-        ("f1", "accuracy"), (("paacds",), ("haphazard",))),
+        ("f1", "accuracy"), (("paacds", "binary"), ("haphazard", "binary"))),
     Aim("5", "OnlineEnsemble at least River's ARFClassifier on SEA (ConceptDriftStream), Hyperplane "
         "and Electricity, at no more than 10% of ARF's CPU time per instance",
         "results-drift", "OnlineEnsemble (defaults)", ("River ARF",), ("accuracy",),

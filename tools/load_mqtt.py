@@ -62,7 +62,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from edgelearn.constraints import Interval, check_params  # noqa: E402
-from firmware_bridge.protocol import DEFAULT_LIMITS, Limits, Topics, encode_data  # noqa: E402
+from firmware_bridge.wire import DEFAULT_LIMITS, Limits, Topics, encode_data  # noqa: E402
 from simulate_sensors import broker_argument, messages  # noqa: E402
 
 __all__ = ["TS_PLACEHOLDER", "LeanPublisher", "LeanSubscriber", "single_payloads",
@@ -128,7 +128,7 @@ def fixed_batches(readings: Iterable[tuple[str, int, dict, object]],
                   size: int) -> list[tuple[str, bytes, int]]:
     """Batch messages of ``size`` readings of one stream (the last of a stream may be
     shorter), full channel names and float64 values, as ``simulate_sensors --batch``."""
-    from firmware_bridge.protocol import encode_batch
+    from firmware_bridge.wire import encode_batch
 
     pending: dict[str, list] = {}
     out = []

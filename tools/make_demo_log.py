@@ -20,8 +20,8 @@ import random
 from pathlib import Path
 
 from edgelearn import datasets
-from firmware_bridge.protocol import Topics, encode_data
-from firmware_bridge.recorder import write_log
+from firmware_bridge.wire import Topics, encode_data
+from firmware_bridge.wire.logfile import write_log
 
 CHANNELS = {
     "Temperature": "temperature",

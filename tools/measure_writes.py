@@ -25,10 +25,10 @@ import msgpack
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from firmware_bridge.config import load_config  # noqa: E402
-from firmware_bridge.gateway import Gateway  # noqa: E402
-from firmware_bridge.protocol import encode_data, encode_label  # noqa: E402
-from firmware_bridge.systemd import SystemdNotifier  # noqa: E402
+from firmware_bridge.service.config import load_config  # noqa: E402
+from firmware_bridge.service.gateway import Gateway  # noqa: E402
+from firmware_bridge.wire import encode_data, encode_label  # noqa: E402
+from firmware_bridge.service.systemd import SystemdNotifier  # noqa: E402
 
 _BLOCK = 4096
 _SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs",

@@ -52,8 +52,8 @@ import paho.mqtt.client as paho
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 from edgelearn import datasets  # noqa: E402
-from firmware_bridge.mqtt import parse_broker  # noqa: E402
-from firmware_bridge.protocol import (  # noqa: E402
+from firmware_bridge.service.mqtt import parse_broker  # noqa: E402
+from firmware_bridge.wire import (  # noqa: E402
     Topics,
     check_stream_id,
     encode_batch,
@@ -64,7 +64,7 @@ __all__ = ["broker_argument", "channel_outages", "messages", "main"]
 
 
 def broker_argument(text: str) -> tuple[str, int]:
-    """``--broker HOST:PORT`` for argparse (``firmware_bridge.mqtt.parse_broker``)."""
+    """``--broker HOST:PORT`` for argparse (``firmware_bridge.service.mqtt.parse_broker``)."""
     try:
         return parse_broker(text)
     except ValueError as exc:

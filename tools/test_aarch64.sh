@@ -20,38 +20,24 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
+LOG_TAG=test-aarch64
+. "$HERE/tools/debian_root.sh"
 CACHE="${EDGELEARN_AARCH64_CACHE:-$HOME/.cache/edgelearn-aarch64}"
 ROOT="$CACHE/root"
-ROOT_MARKER="$ROOT/.edgelearn-root-complete"
 VENV=/opt/edgelearn-venv                  # inside the root
 VENV_MARKER="$ROOT$VENV/.edgelearn-venv-complete"
 WHEEL_STAMP="$ROOT$VENV/.edgelearn-wheel-sha256"
 HOST_PY="${PY:-$HERE/.venv/bin/python}"
-MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # The runtime dependencies come from pyproject.toml (installed with the wheel);
 # these are what the named tests need on top.
 TEST_DEPS="pytest>=8 hypothesis>=6"
 TESTS="tests/test_kernels.py tests/test_state.py tests/test_protocol.py tests/test_recorder.py tests/test_pipeline.py"
 
-say() { echo "test-aarch64: $*" >&2; }
-die() { echo "test-aarch64: FAILED: $*" >&2; exit 1; }
-step_start=$(date +%s)
-step() { local now; now=$(date +%s); say "[$((now - step_start)) s] $*"; }
-
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot and mounts); run it as root or with sudo."
 [ -x "$HOST_PY" ] || die "no host venv at $HOST_PY: run 'make setup' first."
 
 # -- host tools ----------------------------------------------------------------
-need_pkgs=""
-command -v debootstrap >/dev/null 2>&1 || need_pkgs="$need_pkgs debootstrap"
-[ -e /usr/bin/qemu-aarch64-static ] || need_pkgs="$need_pkgs qemu-user-static"
-command -v update-binfmts >/dev/null 2>&1 || need_pkgs="$need_pkgs binfmt-support"
-if [ -n "$need_pkgs" ]; then
-    step "installing Debian packages:$need_pkgs"
-    apt-get update -qq || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need_pkgs >/dev/null \
-        || die "apt-get install$need_pkgs failed"
-fi
+need_debs debootstrap:debootstrap /usr/bin/qemu-aarch64-static:qemu-user-static update-binfmts:binfmt-support
 
 # -- binfmt: the kernel must hand aarch64 ELF files to qemu ----------------------
 BINFMT=/proc/sys/fs/binfmt_misc
@@ -73,35 +59,7 @@ if ! grep -qx enabled "$BINFMT/qemu-aarch64" 2>/dev/null; then
 fi
 
 # -- mounts, undone on every exit ---------------------------------------------
-MOUNTED=()
-cleanup() {
-    local i
-    for ((i = ${#MOUNTED[@]} - 1; i >= 0; i--)); do
-        umount -l "${MOUNTED[i]}" 2>/dev/null || say "could not unmount ${MOUNTED[i]}"
-    done
-    MOUNTED=()
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-mount_into() {  # ROOTDIR
-    local r="$1"
-    mkdir -p "$r/proc" "$r/sys" "$r/dev" "$r/dev/pts" "$r/tmp"
-    mount -t proc proc "$r/proc" || die "cannot mount /proc in $r"; MOUNTED+=("$r/proc")
-    mount --rbind /sys "$r/sys" || die "cannot bind /sys into $r"; MOUNTED+=("$r/sys")
-    mount --bind /dev "$r/dev" || die "cannot bind /dev into $r"; MOUNTED+=("$r/dev")
-    mount --bind /dev/pts "$r/dev/pts" || die "cannot bind /dev/pts into $r"; MOUNTED+=("$r/dev/pts")
-    # The Debian packages and pip need names resolved.
-    cp -L /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
-}
-
-# pip in the root trusts what pip here trusts (a network whose proxy re-signs TLS
-# has its CA in the host's bundle, not in Debian's) and uses the same proxy.
-HOST_CA="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
-PASS_ENV=()
-for var in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY PIP_INDEX_URL PIP_DEFAULT_TIMEOUT; do
-    [ -n "${!var:-}" ] && PASS_ENV+=("$var=${!var}")
-done
+trap_cleanup
 
 in_root() {  # run a command in the arm64 root
     local ca=()
@@ -111,48 +69,17 @@ in_root() {  # run a command in the arm64 root
         "${ca[@]}" "${PASS_ENV[@]}" "$@"
 }
 
-mkdir -p "$CACHE"
 # One run at a time per cache; with the lock held, mounts left in the root are
 # from a run that was killed before its clean-up: undo them.
-exec 9>"$CACHE/lock"
-flock -n 9 || die "another make test-aarch64 holds $CACHE/lock"
-stale=$(awk -v r="$ROOT/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r)
-for m in $stale; do
-    say "unmounting $m, left by an interrupted run"
-    umount -l "$m" || die "cannot unmount $m (left by an interrupted run)"
-done
+lock_cache "$CACHE"
+unmount_stale "$ROOT"
 
 # -- 1. the root ----------------------------------------------------------------
-if [ ! -e "$ROOT_MARKER" ]; then
-    if [ -e "$ROOT" ]; then
-        step "removing a half-built root ($ROOT has no marker)"
-        rm -rf --one-file-system "$ROOT"
-    fi
-    step "debootstrap --foreign bookworm arm64 (first stage, on the host)"
-    debootstrap --foreign --arch=arm64 --variant=minbase \
-        --include=python3,python3-venv,ca-certificates bookworm "$ROOT" "$MIRROR" >"$CACHE/debootstrap-1.log" 2>&1 \
-        || die "debootstrap first stage failed; see $CACHE/debootstrap-1.log"
-    cp /usr/bin/qemu-aarch64-static "$ROOT/usr/bin/"
-    mount_into "$ROOT"
-    step "debootstrap second stage (arm64 code under qemu; a few minutes)"
-    chroot "$ROOT" /debootstrap/debootstrap --second-stage >"$CACHE/debootstrap-2.log" 2>&1 \
-        || die "debootstrap second stage failed; see $CACHE/debootstrap-2.log and $ROOT/debootstrap/debootstrap.log"
-    cleanup
-    in_arch=$(chroot "$ROOT" /usr/bin/uname -m) || die "cannot run uname in the new root"
-    [ "$in_arch" = aarch64 ] || die "the root reports machine '$in_arch', expected aarch64"
-    date -u +%FT%TZ >"$ROOT_MARKER"
-    step "root ready"
-else
-    step "root cached at $ROOT"
-fi
+build_root "$ROOT" arm64 python3,python3-venv,ca-certificates "$CACHE"
 
 mount_into "$ROOT"
 [ "$(in_root uname -m)" = aarch64 ] || die "the cached root does not run as aarch64"
-if [ -s "$HOST_CA" ]; then
-    cp -L "$HOST_CA" "$ROOT/etc/ssl/host-ca.crt"
-else
-    rm -f "$ROOT/etc/ssl/host-ca.crt"
-fi
+copy_host_ca "$ROOT"
 
 # -- 2. the venv: PyPI's aarch64 wheels, never source builds ---------------------
 # The requirement list is part of the marker: a changed list rebuilds the venv.

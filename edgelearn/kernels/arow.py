@@ -29,6 +29,7 @@ from numba.experimental import structref
 from ._jit import jit
 from .packed import PackedType
 from .channels import observe_standardize
+from .rate_control import adapt_level, budgeted_query
 from .rng import next_double
 
 #: The query threshold stays within these bounds (in standard deviations).
@@ -155,12 +156,12 @@ def draw_query(u, threshold, power, rng_state):
 
 
 @jit
-def adapt_threshold(threshold, asked, target, gain):
-    """Multiplicative budget control: ``threshold *= exp(gain (target -
-    asked))``, so the long-run share of asks is ``target``; clipped to
-    [THRESHOLD_MIN, THRESHOLD_MAX]."""
-    threshold *= math.exp(gain * (target - (1.0 if asked else 0.0)))
-    return min(max(threshold, THRESHOLD_MIN), THRESHOLD_MAX)
+def adapt_threshold(threshold, wanted, target, gain):
+    """Multiplicative level control of the query rule: ``threshold *= exp(gain
+    (target - wanted))``, so the rule wants ``target`` of the readings in the long
+    run; clipped to [THRESHOLD_MIN, THRESHOLD_MAX]
+    (:func:`~edgelearn.kernels.rate_control.adapt_level`)."""
+    return adapt_level(threshold, wanted, target, gain, THRESHOLD_MIN, THRESHOLD_MAX)
 
 
 @jit
@@ -241,8 +242,9 @@ def decide_learn_binary(
     standardize ``values`` in place (:func:`~edgelearn.kernels.channels.
     observe_standardize`), :func:`count_bins`, :func:`expand` into ``feature_slots``
     and ``feature_z``, :func:`margin_variance` of row 0 into ``out_m``, ``out_v``,
-    :func:`confidence`, :func:`draw_query` and, with ``adapt``, :func:`adapt_threshold`;
-    then, if ``y`` (+1.0 or -1.0; 0.0: no label) is to be learned (always, or with
+    :func:`confidence`, :func:`draw_query` and, with ``adapt``, the budget's decision
+    and the threshold's step (:func:`~edgelearn.kernels.rate_control.budgeted_query` on
+    ``rng_state``, the learner's query state); then, if ``y`` (+1.0 or -1.0; 0.0: no label) is to be learned (always, or with
     ``only_if_asked`` only when the query was drawn), :func:`learn_row` on the same
     features (``learn`` expands the instance again from bin frequencies nothing has
     moved since). The same functions in the same order as ``decide_one`` then
@@ -258,9 +260,9 @@ def decide_learn_binary(
     out_m[0] = m
     out_v[0] = v
     margin, u = confidence(out_m, out_v, 1, True)
-    asked = draw_query(u, threshold, power, rng_state)
-    if adapt:
-        threshold = adapt_threshold(threshold, asked, target, gain)
+    asked, threshold = budgeted_query(draw_query(u, threshold, power, rng_state), threshold,
+                                      rng_state, target if adapt else 0.0, gain, THRESHOLD_MIN,
+                                      THRESHOLD_MAX)
     learned = y != 0.0 and (asked or not only_if_asked)
     if learned:
         learn_row(feature_slots, feature_z, n, y, W, S, b, Sb, 0, r, floor)

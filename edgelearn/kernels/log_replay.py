@@ -68,7 +68,7 @@ def paacds_binary_log_loop(
                 feat_slots[i, j] = slots[j]
                 feat_z[i, j] = vals[j]
         q = scores[0]
-        pred[i] = 1 if q >= 0.0 else -1
+        pred[i] = 1 if q > 0.0 else -1  # a zero margin predicts the negative label
         margin_out[i] = q
         ask, delta = query_step(q, delta, rng_state, target, gain)
         asked_out[i] = ask

@@ -21,7 +21,11 @@ from numba.experimental import structref
 from ._jit import jit
 from .packed import PackedType
 from .channels import observe_one
+from .rate_control import adapt_level, budgeted_query
 from .rng import next_double
+
+#: ``delta`` stays within these bounds under a target query rate.
+DELTA_MIN, DELTA_MAX = 1e-3, 1e6
 
 
 @jit
@@ -157,8 +161,8 @@ def decide(
     """A whole ``decide_one`` in one call (the gateway's per-message path):
     :func:`observe_scores`, then the label and its margin (the binary score,
     or best minus runner-up by :func:`top_two`), the query drawn by
-    :func:`draw_query` and, with ``adapt``, the budget step of
-    :func:`adapt_delta`. The same functions in the same order as the
+    :func:`query` (with ``adapt``, under the budget; ``rng_state`` is the
+    learner's query state). The same functions in the same order as the
     learner's separate calls, so the same bits.
 
     Returns ``(best, margin, asked, delta)``; ``best`` is -1 for a
@@ -176,9 +180,7 @@ def decide(
         margin = 0.0 if runner < 0 else out[best] - out[runner]
         if n_known == 0:
             best = -1
-    asked = draw_query(margin, delta, rng_state)
-    if adapt:
-        delta = adapt_delta(delta, asked, target, gain)
+    asked, delta = query(margin, delta, rng_state, target if adapt else 0.0, gain)
     return best, margin, asked, delta
 
 
@@ -270,14 +272,19 @@ def draw_query(margin, delta, rng_state):
 
 
 @jit
-def adapt_delta(delta, asked, target, gain):
-    """Multiplicative budget control: ``delta *= exp(gain (target - asked))``."""
-    delta *= math.exp(gain * (target - (1.0 if asked else 0.0)))
-    if delta < 1e-3:
-        return 1e-3
-    if delta > 1e6:
-        return 1e6
-    return delta
+def query(margin, delta, rng_state, target, gain):
+    """:func:`draw_query`, then the budget's decision and the step of ``delta``
+    (:func:`~edgelearn.kernels.rate_control.budgeted_query`; ``target`` 0: no
+    budget): ``(asked, delta)``."""
+    return budgeted_query(draw_query(margin, delta, rng_state), delta, rng_state, target, gain,
+                          DELTA_MIN, DELTA_MAX)
+
+
+@jit
+def adapt_delta(delta, wanted, target, gain):
+    """Multiplicative level control of the query rule: ``delta *= exp(gain (target -
+    wanted))``, clipped to [1e-3, 1e6] (:func:`~edgelearn.kernels.rate_control.adapt_level`)."""
+    return adapt_level(delta, wanted, target, gain, DELTA_MIN, DELTA_MAX)
 
 
 @jit

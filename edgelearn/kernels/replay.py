@@ -189,11 +189,10 @@ def paacds_row(
 
 @jit
 def query_step(q, delta, rng_state, target, gain):
-    """Draw the query for margin q and adapt delta to the target rate: ``(ask, delta)``."""
-    ask = pk.draw_query(q, delta, rng_state)
-    if target > 0.0:
-        delta = pk.adapt_delta(delta, ask, target, gain)
-    return ask, delta
+    """Draw the query for margin q, adapt delta to the target rate and hold the
+    budget (``rng_state``: the learner's query state, :mod:`.rate_control`), as
+    ``paacds.decide`` does: ``(ask, delta)``."""
+    return pk.query(q, delta, rng_state, target, gain)
 
 
 @jit

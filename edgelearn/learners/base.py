@@ -474,6 +474,11 @@ class Learner(RiverProtocol, abc.ABC):
         hold (a binary learner's two labels are counted too)."""
         return LABEL_BYTES * self.targets.capacity
 
+    def report(self) -> dict:
+        """What a stream's status adds for this learner (nothing, unless it has
+        something to say: a River model's measured memory, say)."""
+        return {}
+
     def memory_bytes(self) -> int:
         """The learner's fixed budget in bytes: its arrays, its label table and
         its channel space.  It is set at construction and does not change."""

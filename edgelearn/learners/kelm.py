@@ -8,14 +8,16 @@ import numpy as np
 
 from ..constraints import Boolean, Interval, OneOf, Options, check
 from ..kernels import kelm as K
+from ..kernels.rate_control import budgeted_query, new_query_state
 from .base import Decision, Learner, MultiLabelTargets, load_arrays, logistic_proba
+from .budget import HeldBudget
 
 _OWNER = "MultiLabelKELM"
 # Bounds of the query threshold under target_query_rate.
 _THRESHOLD_MIN, _THRESHOLD_MAX = 1e-12, 1e12
 
 
-class MultiLabelKELM(Learner):
+class MultiLabelKELM(HeldBudget, Learner):
     """Semi-supervised multi-label kernel extreme learning machine over a
     bounded window of the stream.
 
@@ -158,9 +160,12 @@ class MultiLabelKELM(Learner):
     * The score of a prediction is ``min_j |f_j(x) - cut|`` (0 before any
       label is known), the margin of the least certain label.  Without
       ``target_query_rate`` every label is asked for; with it, the label is
-      asked for when the score is below a threshold that adapts after every
-      instance, ``theta *= exp(budget_gain * (target - asked))`` (starting
-      at 1, clipped to [1e-12, 1e12]), so that about that fraction is asked.
+      wanted when the score is below a threshold that adapts after every
+      instance, ``theta *= exp(budget_gain * (target - wanted))`` (starting
+      at 1, clipped to [1e-12, 1e12]; a wish the budget refused leaves it
+      be), and asked for as a bucket of label credit allows
+      (:mod:`edgelearn.kernels.rate_control`): within 5% of the target over
+      any 1,000 instances or more (``query_rate`` is the realized rate).
 
     Parameters
     ----------
@@ -195,11 +200,11 @@ class MultiLabelKELM(Learner):
         Channel slots and the absence after which a slot may be recycled.
 
     Memory bound: ``8 * (W * (W + d + 3m + 6b + 6) + b * (d + 2m + 2b + 2)
-    + d + 3m + 1) + W (m + 1) + b^2 + 64 m`` bytes, with W = ``window``, b =
+    + d + 3m + 4) + W (m + 1) + b^2 + 64 m`` bytes, with W = ``window``, b =
     ``block_size``, m = ``max_labels``, d = ``capacity`` (the inverse; window
     and pending features, targets, penalties, Laplacians, block ids,
     coefficients; the leave-one-out scores of the cut; the scratch of the
-    updates; label names at 64 bytes each), plus its ChannelSpace.  The
+    updates; the budget's counts; label names at 64 bytes each), plus its ChannelSpace.  The
     defaults (W = 256, b = 20, m = 16, d = 256): 1.47 MB.
 
     Examples
@@ -311,6 +316,8 @@ class MultiLabelKELM(Learner):
         self.targets = MultiLabelTargets(_OWNER, max_labels)  # label names
         self._gamma = gamma
         self._threshold = 1.0
+        # The budget's counts (rate_control; the rule draws nothing: word 0 stays 0).
+        self.query_state = new_query_state(0)
         self._cut = 0.0 if isinstance(threshold, str) else float(threshold)
         self._fewest, self._most = 0, max_labels  # of the window's labelled instances (no bound yet)
         self._updates = 0
@@ -428,12 +435,11 @@ class MultiLabelKELM(Learner):
     def _ask(self, score: float) -> bool:
         if self.target_query_rate is None:
             return True
-        asked = score < self._threshold
-        self._threshold = min(
-            _THRESHOLD_MAX,
-            max(_THRESHOLD_MIN, self._threshold * math.exp(self.budget_gain * (self.target_query_rate - asked))),
-        )
-        return asked
+        asked, threshold = budgeted_query(score < self._threshold, self._threshold, self.query_state,
+                                          float(self.target_query_rate), float(self.budget_gain),
+                                          _THRESHOLD_MIN, _THRESHOLD_MAX)
+        self._threshold = float(threshold)
+        return bool(asked)
 
     def learn(self, slots, z, y) -> None:
         """Learn the label set ``y`` of the instance ``(slots, z)`` (from
@@ -564,7 +570,8 @@ class MultiLabelKELM(Learner):
 
     # -- state ----------------------------------------------------------------
 
-    _LEARNED = ("Xt", "T", "c", "Lx", "Ly", "block", "Q", "A", "Xp", "Tp", "n_positive")
+    _LEARNED = ("Xt", "T", "c", "Lx", "Ly", "block", "Q", "A", "Xp", "Tp", "n_positive", "query_state")
+    _QUERY_STATE = "query_state"
 
     def _learned_state(self) -> dict:
         state = {name: getattr(self, name).copy() for name in self._LEARNED}
@@ -582,7 +589,8 @@ class MultiLabelKELM(Learner):
         return state
 
     def _load_learned(self, learned: dict) -> None:
-        load_arrays(self, learned, self._LEARNED)
+        # States saved before the budget counted have no query state: a fresh bucket.
+        load_arrays(self, {"query_state": new_query_state(0), **learned}, self._LEARNED)
         self._n = int(learned["n"])
         self._n_pending = int(learned["n_pending"])
         self._load_targets(learned)

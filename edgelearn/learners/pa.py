@@ -28,6 +28,23 @@ class PA(Learner):
     Memory bound: ``8 * (capacity + 1) + 128`` bytes (weights, intercept, its
     two labels at 64 bytes each) plus its ChannelSpace.
 
+    Parameters
+    ----------
+    C
+        Aggressiveness: the largest step of an update (PA-I), or the softness of
+        PA-II; unused by PA (mode 0).
+    mode
+        0: PA, 1: PA-I (the step capped at C), 2: PA-II.
+    learn_intercept
+        Learn a bias beside the weights.
+    standardize
+        Learn on each channel's z value (true) or its raw value (false: River's
+        ``PAClassifier``, prediction for prediction).
+    capacity
+        Channel slots (the fixed size of its arrays).
+    evict_after
+        A channel absent for this many instances may give its slot away.
+
     Examples
     --------
     >>> import random

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import paacds as K
-from ..kernels.rng import new_state
+from ..kernels.rate_control import new_query_state, widened
 from .arrays import (
     ArrayReplay,
     RowsPass,
@@ -17,6 +17,7 @@ from .arrays import (
     run_columns,
     user_predictions,
 )
+from .budget import HeldBudget
 from .base import Decision, Learner, load_arrays, logistic_proba, softmax_proba
 from .one_call import Fused, OneCallBinary, compiled_entry
 
@@ -25,7 +26,7 @@ _VARIANTS = ("PAACDS", "PAACDS-I")
 _K0 = 5.0
 
 
-class PAACDS(OneCallBinary, Learner):
+class PAACDS(HeldBudget, OneCallBinary, Learner):
     """Passive-aggressive active learner for streams whose channels come and go.
 
     Each instance splits into *shared* channels (already in the model) and
@@ -50,9 +51,12 @@ class PAACDS(OneCallBinary, Learner):
         ``"PAACDS"`` (``tau = min(C, l / ...)``) or ``"PAACDS-I"`` (adds
         ``1 / (2C)`` to the denominator, a softer step).
     target_query_rate
-        If set, ``delta`` adapts after every instance so that about this
-        fraction of labels is asked for: ``delta *= exp(budget_gain *
-        (target - asked))``, clipped to [1e-3, 1e6].
+        If set, the label budget: ``delta`` adapts after every instance so
+        that the rule wants about this fraction of labels, ``delta *=
+        exp(budget_gain * (target - wanted))``, clipped to [1e-3, 1e6], and a
+        bucket of label credit (:mod:`edgelearn.kernels.rate_control`) holds
+        the labels asked within 5% of the target over any 1,000 readings or
+        more (``query_rate`` is the realized rate).
     capacity
         Channel slots (the fixed size of every array).
     max_weights
@@ -78,9 +82,10 @@ class PAACDS(OneCallBinary, Learner):
 
     Decisions this page makes beyond docs/learners.md: prediction uses each
     channel's information *before* the instance is folded in (a new channel
-    has h = 1); a binary margin of exactly 0 predicts False (as River's
-    classifiers do; with an intercept the margin is 0 only before any
-    label has moved it).  Multiclass: the
+    has h = 1); a binary margin of exactly 0 predicts the negative label in
+    every path (``decide_one``, ``predict_one``, ``decide_and_learn``, the
+    jitted replays), as River's classifiers do; with an intercept the margin
+    is 0 only before any label has moved it.  Multiclass: the
     runner-up class and the class pushed away by an update are chosen among
     the known classes plus one unused row that stands for "a class not seen
     yet", so a learner that has seen one class still learns and asks less;
@@ -99,10 +104,11 @@ class PAACDS(OneCallBinary, Learner):
     bounded step.  The bias is never sparsified, scaled by ``lam`` or
     forgotten with a slot.
 
-    Memory bound: ``8 * capacity * (rows + 9) + capacity + 16 * rows + 8``
+    Memory bound: ``8 * capacity * (rows + 9) + capacity + 16 * rows + 24``
     bytes for the model (``rows = 1`` if binary, else ``n_classes``: weights,
     biases and scores per row; information, its statistics and the
-    sparsity scratch per slot; the generator state), 64 bytes per label
+    sparsity scratch per slot; the query state: generator and budget
+    counts, 24 bytes), 64 bytes per label
     (``n_classes``, two when binary), plus its ChannelSpace.
 
     Examples
@@ -128,7 +134,7 @@ class PAACDS(OneCallBinary, Learner):
     tasks = frozenset({"binary", "multiclass"})
     capabilities = frozenset({"decide_learn", "array_loop", "log_loop", "batch_pass", "label_rate"})
     asks_selectively = True
-    zero_margin_positive = True  # decide_one: margin >= 0 (one_call.py)
+    zero_margin_positive = False  # every path: margin > 0 (one_call.py)
     _parameter_constraints = {
         "C": Interval(float, 0, None, closed="right"),
         "B": Interval(float, 0, 1, closed="right"),
@@ -173,7 +179,7 @@ class PAACDS(OneCallBinary, Learner):
         self.h_n = np.zeros(capacity, dtype=np.int64)
         self.h_mean = np.zeros(capacity, dtype=np.float64)
         self.h_var = np.zeros(capacity, dtype=np.float64)
-        self.rng_state = new_state(seed)
+        self.rng_state = new_query_state(seed)  # the generator word, then the budget's counts
         self._scores = np.zeros(rows, dtype=np.float64)
         self._idx_buf, self._score_buf = K.allocate_scratch(capacity)
         self._current_delta = float(delta)
@@ -221,7 +227,7 @@ class PAACDS(OneCallBinary, Learner):
             0.0 if target is None else target, self.budget_gain,
         )
         space.advance()
-        code = margin >= 0.0 if binary else best
+        code = margin > 0.0 if binary else best  # a zero margin predicts the negative label
         return Decision(self._label_of(code), margin, asked, slots, z)
 
     def can(self, capability: str) -> bool:
@@ -382,12 +388,10 @@ class PAACDS(OneCallBinary, Learner):
         K.update_information(slots, z, len(slots), self.h, self.h_n, self.h_mean, self.h_var, self._h_forget, _K0)
 
     def _ask(self, score: float) -> bool:
-        asked = bool(K.draw_query(score, self._current_delta, self.rng_state))
-        if self.target_query_rate is not None:
-            self._current_delta = float(
-                K.adapt_delta(self._current_delta, asked, self.target_query_rate, self.budget_gain)
-            )
-        return asked
+        target = self.target_query_rate
+        asked, self._current_delta = K.query(score, self._current_delta, self.rng_state,
+                                             0.0 if target is None else float(target), float(self.budget_gain))
+        return bool(asked)
 
     def learn(self, slots, z, y) -> None:
         """Learn label ``y`` of the instance whose features are ``(slots, z)``
@@ -425,6 +429,8 @@ class PAACDS(OneCallBinary, Learner):
 
     def _load_learned(self, learned: dict) -> None:
         # States saved before the intercept existed have no "b": their bias is 0.
+        # States saved before the budget counted hold the generator's word alone.
+        learned = {**learned, "rng_state": widened(learned["rng_state"])}
         load_arrays(self, learned, [n for n in self._LEARNED if n != "b" or "b" in learned])
         self._current_delta = float(learned["delta"])
         self._load_targets(learned)

@@ -36,8 +36,11 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
+from ..constraints import Constraint
+
 __all__ = [
     "BUILTIN", "DEFAULT_KIND", "ENTRY_POINT_GROUP", "RIVER_PREFIX", "TASK_DEFAULTS", "Kind",
+    "KindClasses", "LearnerKind", "learner_class", "rescan",
     "default_kind", "kinds", "load", "resolve",
 ]
 
@@ -160,6 +163,21 @@ def load(name: str) -> type:
     return resolve(name).load()
 
 
+def learner_class(name: str) -> type:
+    """The :class:`~edgelearn.learners.base.Learner` class that serves kind ``name``: its
+    own class, or :class:`~edgelearn.learners.river_model.RiverModel` for a River
+    estimator or a plug-in that only speaks River's protocol (what to ask for the
+    class's tasks and capabilities)."""
+    from .base import Learner
+
+    cls = resolve(name).load()
+    if isinstance(cls, type) and issubclass(cls, Learner):
+        return cls
+    from .river_model import RiverModel
+
+    return RiverModel
+
+
 def default_kind(task: str | None = None) -> str:
     """The kind of ``task`` when none is named (:data:`TASK_DEFAULTS`;
     :data:`DEFAULT_KIND` without a task)."""
@@ -214,3 +232,29 @@ class KindClasses(Mapping):
 
     def __repr__(self) -> str:
         return "{" + ", ".join(f"{k!r}: {v.target}" for k, v in self._names().items()) + "}"
+
+
+class LearnerKind(Constraint):
+    """The constraint of a ``kind``: a kind :func:`resolve` knows, checked without
+    importing the learner."""
+
+    def describe(self) -> str:
+        return "one of " + _choices()
+
+    def accepts_type(self, value) -> bool:
+        return isinstance(value, str)
+
+    def convert(self, value):
+        if not isinstance(value, str):
+            self._reject(TypeError, value)
+        try:
+            resolve(value)
+        except ValueError:
+            self._reject(ValueError, value)
+        return value
+
+    def invalid_values(self) -> list:
+        return ["svm", 3, "river:"]
+
+    def valid_value(self):
+        return DEFAULT_KIND

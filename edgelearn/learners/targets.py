@@ -532,9 +532,11 @@ class AnomalyTargets(Targets):
 
 def targets_for(task: str, owner: str, size: int = 2) -> Targets:
     """The targets of a learner of ``task``: ``size`` is ``n_classes`` for a
-    classifier (2: binary), ``max_labels`` for a multi-label one."""
-    if task in ("binary", "multiclass"):
-        return BinaryTargets(owner) if size == 2 else MulticlassTargets(owner, size)
+    multiclass learner, ``max_labels`` for a multi-label one."""
+    if task == "binary":
+        return BinaryTargets(owner)
+    if task == "multiclass":
+        return MulticlassTargets(owner, size)
     if task == "multilabel":
         return MultiLabelTargets(owner, size)
     if task == "regression":

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import CliError
+from .common import CliError, kind_argument
 
 
 def cmd_bench(args) -> int:
@@ -52,8 +52,8 @@ def cmd_warmup(args) -> int:
     import dataclasses
     import os
 
-    from firmware_bridge.config import load_config
-    from firmware_bridge.warmup import warm_up
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.service.warmup import warm_up
 
     config, errors = load_config(args.config)
     if errors:
@@ -81,7 +81,7 @@ def cmd_warmup(args) -> int:
 
 def add_parser(sub) -> None:
     """Register ``edgelearn bench`` and ``edgelearn warmup``."""
-    from edgelearn import KINDS
+    from edgelearn.learners.registry import BUILTIN
 
     bench = sub.add_parser(
         "bench",
@@ -116,7 +116,8 @@ def add_parser(sub) -> None:
     )
     warmup.add_argument("--config", default=None, metavar="FILE",
                         help="the gateway.toml the service runs (default: the built-in defaults, learner paacds)")
-    warmup.add_argument("--kind", action="append", choices=sorted(KINDS), metavar="KIND",
-                        help=f"warm this learner kind instead of the config's (repeatable; one of {', '.join(sorted(KINDS))})")
+    warmup.add_argument("--kind", action="append", type=kind_argument, metavar="KIND",
+                        help=f"warm this learner kind instead of the config's (repeatable; one of "
+                             f"{', '.join(BUILTIN)}, or a plug-in's)")
     warmup.add_argument("--json", action="store_true", help="print the reports as JSON")
     warmup.set_defaults(func=cmd_warmup)

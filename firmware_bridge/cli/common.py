@@ -33,6 +33,18 @@ def parse_setting(text: str) -> tuple[str, object]:
     return key, value
 
 
+def kind_argument(text: str) -> str:
+    """A learner kind (``--learner``): one the registry knows, or ``river:MODULE.CLASS``."""
+    from edgelearn.learners.registry import resolve
+
+    try:
+        resolve(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace(
+            "The 'kind' parameter of a learner configuration must be", "must be")) from None
+    return text
+
+
 def window_argument(text: str) -> int:
     try:
         value = int(text)

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import DEMO_LOG, CliError, Progress, parse_setting, window_argument
+from .common import DEMO_LOG, CliError, Progress, kind_argument, parse_setting, window_argument
 from .tuning import add_fanout_arguments, replay_fanout
 
 
@@ -19,7 +19,7 @@ def _resolve_learner(args) -> None:
     args.gateway_config = None
     base: dict = {}
     if args.config is not None:
-        from firmware_bridge.config import load_config
+        from firmware_bridge.service.config import load_config
 
         config, errors = load_config(args.config)
         if errors:
@@ -29,9 +29,12 @@ def _resolve_learner(args) -> None:
             args.learner = config.learner_kind
             base = dict(config.learner_params)
     if args.learner is None:
-        from edgelearn import DEFAULT_KIND
+        from edgelearn.learners.registry import default_kind
 
-        args.learner = DEFAULT_KIND
+        try:
+            args.learner = default_kind(args.task)
+        except ValueError as exc:
+            raise CliError(f"--task {args.task}: {exc}") from None
     args.set = list(base.items()) + list(args.set or [])
     if (args.learner in _active_kinds(single_label=True) and args.label_budget is None
             and "target_query_rate" not in dict(args.set)):
@@ -42,9 +45,10 @@ def _active_kinds(single_label: bool = False) -> list[str]:
     """The learner kinds that ask for labels at a rate (``target_query_rate``);
     with ``single_label``, those of binary and multiclass streams only (the
     ones ``replay`` gives a 10% budget by default)."""
-    from edgelearn import KINDS
+    from edgelearn.learners.registry import kinds, learner_class
 
-    return [kind for kind, cls in KINDS.items() if "label_rate" in cls.capabilities
+    found = [(kind, learner_class(kind)) for kind in kinds()]
+    return [kind for kind, cls in found if "label_rate" in cls.capabilities
             and not (single_label and "multilabel" in cls.tasks)]
 
 
@@ -61,35 +65,64 @@ class _LazyHelp(str):
         return self.make().replace("%", "%%") % params
 
 
+def _takes_budget(kind: str) -> bool:
+    """Whether ``kind``'s learners ask for labels at a rate (``target_query_rate``)."""
+    from edgelearn.learners.registry import learner_class
+
+    try:
+        return "label_rate" in learner_class(kind).capabilities
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
 def _learner_params(args) -> dict:
     params = dict(args.set or [])
     if args.label_budget is not None:
-        active = _active_kinds()
-        if args.learner not in active:
-            raise CliError(f"--label-budget needs an active learner ({', '.join(active)}); "
-                           f"{args.learner} asks for every label.")
+        if not _takes_budget(args.learner):
+            raise CliError(f"--label-budget needs an active learner ({', '.join(_active_kinds())}, "
+                           f"or a river: kind); {args.learner} asks for every label.")
         params["target_query_rate"] = args.label_budget
     return params
 
 
-def _replay_csv(path: Path, args, params: dict) -> dict:
+def _make_learner(args, params: dict):
     import edgelearn
+
+    try:
+        model = edgelearn.make_learner(args.learner, params, task=args.task)
+    except (TypeError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    return model
+
+
+def _replay_csv(path: Path, args, params: dict) -> dict:
+    """A CSV file: through the jitted array loop when the learner has one and nothing
+    needs the pipeline (a label column, no --curve or --plot), else as the messages a
+    gateway would have received, through the pipeline."""
+    model = _make_learner(args, params)
+    labelled = (args.label or "").lower() != "none"
+    if not (labelled and model.can("array_loop") and not (args.curve or args.plot)
+            and not args.per_message):
+        from firmware_bridge.offline.csv_source import csv_source
+
+        try:
+            source = csv_source(path, args.label if labelled else "none")
+        except (OSError, ValueError) as exc:
+            raise CliError(str(exc)) from None
+        summary = _replay_records(source.records, source.rows, "rows", [str(path)], args, params)
+        summary["source"] = str(path)
+        if source.ignored:
+            summary["ignored_columns"] = source.ignored
+        return summary
     from edgelearn.datasets import read_csv
-    from edgelearn.evaluate import prequential, replay
-    from edgelearn.streams import iter_array
+    from edgelearn.evaluate import replay
 
     try:
         data = read_csv(path, label=args.label)
+        result = replay(model, data.X, data.y, active=args.policy == "from_data",
+                        feature_names=data.feature_names)
     except (OSError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    model = edgelearn.make_learner(args.learner, params)
-    if isinstance(model, (edgelearn.PAACDS, edgelearn.PA)):  # the learners with a jitted loop
-        result = replay(model, data.X, data.y, active=args.policy == "from_data", feature_names=data.feature_names)
-    else:
-        progress = Progress(len(data.y), "rows", not args.quiet)
-        result = prequential(model, iter_array(data.X, data.y, data.feature_names),
-                             active=args.policy == "from_data", progress=lambda i: progress.update(i, i))
-        progress.close()
     return {
         "source": str(path),
         "learner": repr(model),
@@ -104,19 +137,37 @@ def _replay_csv(path: Path, args, params: dict) -> dict:
                 "memory_bytes": model.memory_bytes(),
             }
         },
+        "paths": {path.stem: "jitted array loop"},
         "seconds": result.seconds,
         "messages_per_s": result.instances_per_s,
     }
 
 
 def _replay_logs(sources: list[Path], args, params: dict) -> dict:
-    from firmware_bridge.pipeline import Pipeline
-    from firmware_bridge.recorder import LogError, iter_logs
+    from firmware_bridge.wire.logfile import iter_logs
 
     files = []
     for source in sources:
         files.extend(sorted(source.glob("*.msgpack")) if source.is_dir() else [source])
     total_bytes = sum(f.stat().st_size for f in files)
+    corrupt: list[str] = []
+
+    def report(error) -> None:
+        corrupt.append(str(error))
+        print(f"edgelearn replay: {error}", file=sys.stderr)
+
+    records = iter_logs([str(f) for f in files], on_error=report)
+    summary = _replay_records(records, total_bytes, "bytes", [str(f) for f in files], args, params)
+    summary["corrupt_records"] = corrupt
+    return summary
+
+
+def _replay_records(records, total: int, unit: str, names: list[str], args, params: dict) -> dict:
+    """Records (of logs, or a CSV's rows) through the pipeline, with the progress,
+    curves, picture and summary; ``total`` is their size in ``unit`` (bytes of logs,
+    rows of a CSV)."""
+    from firmware_bridge.pipeline import Pipeline
+
     config = args.gateway_config
     try:
         if config is None:
@@ -129,9 +180,12 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
             )
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    if args.task is not None and pipeline.task != args.task and not (
+            args.task in ("binary", "multiclass") and pipeline.task in ("binary", "multiclass")):
+        raise CliError(f"--task {args.task}: the learner {args.learner!r} serves {pipeline.task}")
     curves = curve_file = None
     if args.curve or args.plot:
-        from firmware_bridge.curves import CurveRecorder
+        from firmware_bridge.offline.curves import CurveRecorder
 
         if args.curve:
             try:
@@ -140,18 +194,15 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
             except OSError as exc:
                 raise CliError(f"--curve: cannot write {args.curve}: {exc.strerror or exc}") from None
         curves = CurveRecorder(pipeline, curve_file, window=args.window)
-    corrupt = []
+    from firmware_bridge.offline.replay import replay_records
 
-    def report(error: LogError) -> None:
-        corrupt.append(str(error))
-        print(f"edgelearn replay: {error}", file=sys.stderr)
-
-    from firmware_bridge.bulk_replay import replay_records
-
-    progress = Progress(total_bytes, "messages", not args.quiet)
+    progress = Progress(total, "messages", not args.quiet)
     position = {"done_before": 0, "current": None}  # bytes of the files already read
 
     def show(record, count: int) -> None:
+        if unit == "rows":
+            progress.update(count, count)
+            return
         current = position["current"]
         if current is not None and record.offset < current:
             position["done_before"] += current
@@ -159,7 +210,6 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
         progress.update(position["done_before"] + record.offset, count)
 
     start = time.perf_counter()
-    records = iter_logs([str(f) for f in files], on_error=report)
     if curves is not None:
         records = _observed(records, curves)
     # the curves read the pipeline after each message: they need the per-message path
@@ -173,7 +223,7 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
         curve_file.close()
         pictures["curve"] = str(args.curve)
     if args.plot:
-        from firmware_bridge.plots import plot_curves
+        from firmware_bridge.offline.plots import plot_curves
 
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         title = f"edgelearn replay: {args.learner}, {count:,} messages"
@@ -192,6 +242,7 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
             "messages": s["data"],
             **{key: s[key] for key, _ in _SCORES if key in s},
             "query_rate": s["query_rate"],
+            **({"label_budget": s["label_budget"]} if s.get("label_budget") is not None else {}),
             "labels_used": s["learned"],
             "channels": s["channels"],
             "channels_ignored": s["channels_ignored"],
@@ -199,13 +250,13 @@ def _replay_logs(sources: list[Path], args, params: dict) -> dict:
         }
     counters = status["counters"]
     return {
-        "source": [str(f) for f in files],
+        "source": names,
+        "task": pipeline.task,
         "learner": repr(pipeline.learner(pipeline.streams[0])) if pipeline.streams else args.learner,
         "streams": streams,
         "messages": counters["messages"],
         "rejected": counters["rejected"],
         "rejects": {k: v for k, v in counters.items() if v and k not in _NOT_REJECTS and k != "rejected"},
-        "corrupt_records": corrupt,
         "paths": result["paths"],
         "seconds": seconds,
         "messages_per_s": count / seconds if seconds > 0 else float("inf"),
@@ -226,9 +277,12 @@ def _observed(records, curves):
         curves.observe(previous.topic, previous.payload, previous.received_at)
 
 
-# Prequential scores a stream status may carry (single-label or multi-label), and
-# how the summary names them.
-_SCORES = (("accuracy", "accuracy"), ("f1", "F1"), ("hamming_loss", "Hamming loss"), ("micro_f1", "micro-F1"))
+# Prequential scores a stream status may carry (by its task), and how the summary names
+# them.
+_SCORES = (("accuracy", "accuracy"), ("f1", "F1"), ("hamming_loss", "Hamming loss"),
+           ("micro_f1", "micro-F1"), ("mae", "MAE"), ("rmse", "RMSE"),
+           ("coverage", "interval coverage"), ("alarms", "alarms"), ("precision", "precision"),
+           ("recall", "recall"))
 
 
 # Counters of the pipeline that count work done, not rejects.
@@ -238,15 +292,22 @@ _NOT_REJECTS = {
 }
 
 
+def _shown(value) -> str:
+    if value is None:
+        return "-"  # nothing scored yet
+    return f"{value:,}" if isinstance(value, int) else f"{value:.4f}"
+
+
 def _print_replay(summary: dict) -> None:
     source = summary["source"]
     print(f"replayed {source if isinstance(source, str) else ', '.join(source)}")
     print(f"learner  {summary['learner']}")
     for name, s in summary["streams"].items():
-        scores = "  ".join(f"{label} {s[key]:.4f}" for key, label in _SCORES if key in s)
+        scores = "  ".join(f"{label} {_shown(s[key])}" for key, label in _SCORES if key in s)
         print(
             f"stream {name}: {s['messages']:,} messages  {scores}  "
-            f"labels used {s['labels_used']:,} ({s['query_rate']:.1%} asked)  "
+            f"labels used {s['labels_used']:,} ({s['query_rate']:.1%} asked"
+            + (f" of a {s['label_budget']:.0%} budget" if s.get("label_budget") else "") + ")  "
             f"channels {s['channels']}  memory {s['memory_bytes']:,} B"
         )
     if summary.get("rejected"):
@@ -274,8 +335,6 @@ def cmd_replay(args) -> int:
     csvs = [s for s in sources if s.name.endswith((".csv", ".csv.gz"))]
     if csvs and len(sources) > 1:
         raise CliError("replay takes one CSV file, or any number of msgpack logs and directories, not both.")
-    if csvs and (args.plot or args.curve):
-        raise CliError("--plot and --curve follow the gateway's pipeline: they take msgpack logs, not a CSV file.")
     if args.plot:
         if not str(args.plot).lower().endswith(".png"):
             raise CliError(f"The '--plot' option must be a .png file name. Got {str(args.plot)!r}.")
@@ -295,7 +354,7 @@ def cmd_replay(args) -> int:
 
 def add_parser(sub) -> None:
     """Register ``edgelearn replay``."""
-    from edgelearn import DEFAULT_KIND, KINDS
+    from edgelearn import DEFAULT_KIND, KINDS, TASKS
 
     replay = sub.add_parser(
         "replay",
@@ -309,20 +368,27 @@ def add_parser(sub) -> None:
             "20,560 minutes with failing sensors, through the default learner "
             f"(edgelearn.DEFAULT_KIND, {DEFAULT_KIND!r}) with a 10% label budget. "
             "Logs are decoded with the gateway's own validation and limits, then each stream "
-            "whose learner has a jitted loop (paacds, binary, label policy from_data or all) "
-            "runs as an array in one jitted loop, with exactly the per-message path's "
-            "predictions, queries, metrics and final state; every other learner (pa, pafe, "
-            "kelm, ensemble, synthesis_nb, multiclass paacds) runs message by message. The "
-            "summary names the path each stream took. With --grid, --jobs, --scheduler or "
+            "whose learner declares a jitted log loop (label policy from_data or all) runs as "
+            "an array in one jitted loop, with exactly the per-message path's predictions, "
+            "queries, metrics and final state; every other stream runs message by message. A "
+            "CSV file runs through the learner's jitted array loop when it has one and "
+            "nothing needs the pipeline, else as the messages a gateway would have received "
+            "(one stream named after the file). The summary names the path each stream took. "
+            "With --grid, --jobs, --scheduler or "
             "--csv, every log (file, directory or glob pattern) and parameter set is an "
             "independent task, and the result is a table per stream and overall."
         ),
     )
     replay.add_argument("sources", nargs="*", metavar="SOURCE",
                         help="msgpack log files or directories of them, or one .csv file (default: the bundled demo)")
-    replay.add_argument("--learner", default=None, choices=sorted(KINDS),
-                        help="learner every stream gets (default: the --config file's, else "
-                             "edgelearn.DEFAULT_KIND, %r)" % DEFAULT_KIND)
+    replay.add_argument("--learner", default=None, type=kind_argument, metavar="KIND",
+                        help=_LazyHelp(lambda: "learner every stream gets: one of %s, or "
+                                       "river:MODULE.CLASS (a River estimator; pip install river) "
+                                       "(default: the --config file's, else the --task's default "
+                                       "kind, else edgelearn.DEFAULT_KIND, %r)" % (
+                                           ", ".join(KINDS), DEFAULT_KIND)))
+    replay.add_argument("--task", default=None, choices=tuple(TASKS),
+                        help="the streams' task; without --learner it picks the task's default kind")
     replay.add_argument("--config", default=None, metavar="FILE",
                         help="a gateway.toml: its [learner], topics, limits and stream cap, as the gateway would run")
     replay.add_argument("--set", action="append", type=parse_setting, metavar="KEY=VALUE",
@@ -334,7 +400,9 @@ def add_parser(sub) -> None:
     replay.add_argument("--policy", choices=("from_data", "all"), default="from_data",
                         help="from_data: learn a recorded label only when asked (default); all: learn every label")
     replay.add_argument("--label", default=None, metavar="COLUMN",
-                        help="CSV only: the label column (default: the last)")
+                        help="CSV only: the label column (default: the last; none: the CSV has no "
+                             "label column). A 'timestamp' or 'ts' column is the reading's time "
+                             "(ISO 8601 or epoch seconds); an empty cell is a missing channel")
     replay.add_argument("--per-message", action="store_true",
                         help="run every stream message by message, as the live gateway does "
                              "(default: the jitted loop where the learner has one)")

@@ -60,7 +60,7 @@ def _parse_config_setting(text: str) -> tuple[str, object]:
 
 
 def overrides_from_args(args: argparse.Namespace) -> tuple[dict, list[str]]:
-    from firmware_bridge.mqtt import parse_broker
+    from firmware_bridge.service.mqtt import parse_broker
 
     overrides: dict = dict(getattr(args, "config_set", None) or ())
     errors: list[str] = []
@@ -85,7 +85,7 @@ def run_gateway(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from firmware_bridge.config import load_config
+    from firmware_bridge.service.config import load_config
 
     overrides, errors = overrides_from_args(args)
     config, config_errors = load_config(args.config, overrides)
@@ -102,7 +102,7 @@ def run_gateway(args: argparse.Namespace) -> int:
             level=getattr(args, "log_level", "INFO"),
             format="%(levelname)s %(name)s: %(message)s",
         )
-    from firmware_bridge.gateway import Gateway
+    from firmware_bridge.service.gateway import Gateway
 
     try:
         gateway = Gateway(config)
@@ -175,8 +175,8 @@ def run_status(args: argparse.Namespace) -> int:
     configuration or an unreachable broker."""
     import msgpack
 
-    from firmware_bridge.config import load_config
-    from firmware_bridge.mqtt import read_retained
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.service.mqtt import read_retained
 
     overrides, errors = overrides_from_args(args)
     if getattr(args, "username", None) is not None:
@@ -219,7 +219,8 @@ def run_status(args: argparse.Namespace) -> int:
 def cmd_config(args) -> int:
     """``edgelearn config``: print the documented default configuration, or check a
     file (every error at once, exit 2)."""
-    from firmware_bridge.config import load_config, render_default_config
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.service.config_docs import render_default_config
 
     if args.print_default:
         sys.stdout.write(render_default_config())

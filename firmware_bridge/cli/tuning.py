@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import DEMO_LOG, CliError, parse_setting
+from .common import DEMO_LOG, CliError, kind_argument, parse_setting
 
 
 def _parse_grid(text: str) -> tuple[str, list]:
@@ -41,7 +41,7 @@ def _parse_range(text: str) -> tuple[str, tuple]:
 
 
 def _units(sources: list[Path], group: str) -> list[tuple[str, ...]]:
-    from firmware_bridge.fanout import expand_logs
+    from firmware_bridge.offline.fanout import expand_logs
 
     try:
         return expand_logs([str(s) for s in sources], group=group)
@@ -60,7 +60,7 @@ def _fanout_progress(quiet: bool):
 
 
 def _print_rows(rows: list[dict], args) -> None:
-    from firmware_bridge import results_table
+    from firmware_bridge.offline import results_table
 
     if args.csv:
         Path(args.csv).write_text(results_table.to_csv(rows), encoding="utf-8")
@@ -74,9 +74,9 @@ def _print_rows(rows: list[dict], args) -> None:
 
 def replay_fanout(sources: list[Path], args, params: dict) -> int:
     """Many logs and a parameter grid as independent tasks; the results table."""
-    from firmware_bridge import results_table
-    from firmware_bridge.fanout import run_grid, tasks_for
-    from firmware_bridge.tune import grid_params
+    from firmware_bridge.offline import results_table
+    from firmware_bridge.offline.fanout import run_grid, tasks_for
+    from firmware_bridge.offline.tune import grid_params
 
     param_sets = [{**params, **grid} for grid in grid_params(dict(args.grid or []))]
     tasks = tasks_for(_units(sources, args.group), args.learner, param_sets,
@@ -90,16 +90,45 @@ def replay_fanout(sources: list[Path], args, params: dict) -> int:
     return 1 if any(r["corrupt_records"] for r in results) else 0
 
 
-def cmd_tune(args) -> int:
-    from firmware_bridge import results_table
-    from firmware_bridge.tune import METRICS, grid_params, learner_section, random_params, rank, tune
+def _single_label_active(kind: str) -> bool:
+    """Whether ``kind``'s learners ask for labels at a rate, for binary or multiclass
+    streams."""
+    import edgelearn
 
+    try:
+        learner = edgelearn.make_learner(kind)
+    except (TypeError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    return "label_rate" in learner.capabilities and learner.task in ("binary", "multiclass")
+
+
+def cmd_tune(args) -> int:
+    from firmware_bridge.offline import results_table
+    from firmware_bridge.offline.tune import (
+        METRICS,
+        TASK_METRICS,
+        grid_params,
+        learner_section,
+        random_params,
+        rank,
+        tune,
+    )
+
+    if args.learner is None:  # tune's default kind is paacds; --task picks the task's
+        from edgelearn.learners.registry import default_kind
+
+        try:
+            args.learner = "paacds" if args.task is None else default_kind(args.task)
+        except ValueError as exc:
+            raise CliError(f"--task {args.task}: {exc}") from None
+    if args.metric is None:
+        args.metric = TASK_METRICS.get(args.task, "accuracy")
     sources = [Path(s) for s in args.sources] or [DEMO_LOG]
     fixed = dict(args.set or [])
     if args.label_budget is not None:
         fixed["target_query_rate"] = args.label_budget
-    elif args.learner == "paacds" and "target_query_rate" not in fixed:
-        fixed["target_query_rate"] = 0.1
+    elif "target_query_rate" not in fixed and _single_label_active(args.learner):
+        fixed["target_query_rate"] = 0.1  # as replay: a 10% budget for an active classifier
     if args.random:
         if not args.range and not args.grid:
             raise CliError("--random N draws from --range KEY=LOW:HIGH[:log] (and --grid values as choices).")
@@ -133,7 +162,8 @@ def cmd_tune(args) -> int:
     ranked = rank(results, args.metric)
     rows = [{**r, "rank": i + 1, "params": " ".join(f"{k}={v}" for k, v in sorted(r["params"].items())),
              "logs": "(all)", "stream": "(overall)", "path": ""} for i, r in enumerate(ranked)]
-    columns = ("rank", "params", "messages", "scored", "accuracy", "f1", "query_rate", "labels_used")
+    scores = ("mae", "rmse", "coverage") if args.metric in ("mae", "rmse") else ("accuracy", "f1")
+    columns = ("rank", "params", "messages", "scored", *scores, "query_rate", "labels_used")
     if args.csv:
         Path(args.csv).write_text(results_table.to_csv(rows), encoding="utf-8")
     best = ranked[0]["params"]
@@ -167,7 +197,8 @@ def add_fanout_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_parser(sub) -> None:
     """Register ``edgelearn tune``."""
-    from edgelearn import KINDS
+    from edgelearn import TASKS
+    from edgelearn.learners.registry import BUILTIN
 
     tune_parser = sub.add_parser(
         "tune",
@@ -185,7 +216,12 @@ def add_parser(sub) -> None:
     )
     tune_parser.add_argument("sources", nargs="*", metavar="SOURCE",
                              help="msgpack logs, directories or glob patterns (default: the bundled demo)")
-    tune_parser.add_argument("--learner", default="paacds", choices=sorted(KINDS), help="default paacds")
+    tune_parser.add_argument("--learner", default=None, type=kind_argument, metavar="KIND",
+                             help=f"one of {', '.join(BUILTIN)}, a plug-in's kind, or "
+                                  "river:MODULE.CLASS (default paacds, or the --task's default "
+                                  "kind)")
+    tune_parser.add_argument("--task", default=None, choices=tuple(TASKS),
+                             help="the streams' task: picks the default kind and metric")
     tune_parser.add_argument("--set", action="append", type=parse_setting, metavar="KEY=VALUE",
                              help="a parameter every set shares (repeatable)")
     tune_parser.add_argument("--random", type=int, default=0, metavar="N",
@@ -193,10 +229,11 @@ def add_parser(sub) -> None:
     tune_parser.add_argument("--range", action="append", type=_parse_range, metavar="KEY=LOW:HIGH[:log]",
                              help="where --random draws a float parameter (repeatable)")
     tune_parser.add_argument("--seed", type=int, default=0, help="seed of the random search")
-    tune_parser.add_argument("--metric", choices=("accuracy", "f1"), default="accuracy",
-                             help="what ranks the sets (default accuracy)")
+    tune_parser.add_argument("--metric", choices=("accuracy", "f1", "mae", "rmse"), default=None,
+                             help="what ranks the sets (default accuracy; mae for --task regression)")
     tune_parser.add_argument("--label-budget", type=float, default=None, metavar="FRACTION",
-                             help="target_query_rate of an active learner (paacds default 0.1)")
+                             help="target_query_rate of an active learner (default 0.1 for one of "
+                                  "binary or multiclass streams)")
     tune_parser.add_argument("--results", default="tune-results.jsonl", metavar="FILE",
                              help="finished replays, one JSON line each; resumes from it (default tune-results.jsonl)")
     tune_parser.add_argument("--top", type=int, default=20, help="rows of the ranked table (default 20)")

@@ -1,2 +1,0 @@
-"""Jitted kernels of the wire protocol (numba): private, called through thin
-validating wrappers in :mod:`firmware_bridge.fast_decode`."""

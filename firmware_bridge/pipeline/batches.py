@@ -1,0 +1,157 @@
+"""Batch messages through a learner's jitted batch pass (the ``"batch_pass"``
+capability): one jitted decode, one learner pass and one jitted write of the prediction
+message per batch (or per run of a stream's queued batches), with exactly what the
+pipeline gives reading by reading (``tests/test_jitted_batches.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..wire import prediction_fields
+from ..wire.bulk_decode import REC_BATCH, FastDecoder
+from ..wire.kernels.pack_predictions import pack_predictions
+from .kernels.rows import column_order
+from .rows import run_pass
+from .tally import Outbound
+
+__all__ = ["BatchPath"]
+
+
+class BatchPath:
+    """The jitted batch path of one pipeline (its decoder made on the first batch)."""
+
+    #: Names and labels the batch decoder may know before it starts over (its tables
+    #: are memory the pipeline bounds, whatever names arrive).
+    DECODER_ENTRIES = 4096
+
+    def __init__(self, pipeline: Any):
+        self.pipeline = pipeline
+        self._decoder: FastDecoder | None = None
+
+    def decoder(self) -> FastDecoder:
+        """The batch decoder, made anew once its tables hold :data:`DECODER_ENTRIES`."""
+        decoder = self._decoder
+        if decoder is None or len(decoder.names) + len(decoder.labels) > self.DECODER_ENTRIES:
+            pipeline = self.pipeline
+            decoder = self._decoder = FastDecoder(pipeline.limits, task=pipeline.task)
+        return decoder
+
+    def pack_label(self, y: Any) -> bytes:
+        pack = self.pipeline.pack
+        try:
+            return pack(y)
+        except TypeError:  # a NumPy scalar: as prediction_fields gives it
+            return pack(prediction_fields(0, 0.0, y, 0.0, False)["y"])
+
+    def one(self, stream: Any, payload: bytes, received_at: float) -> list[Outbound] | None:
+        """A batch of plain readings in one jitted decode, one jitted learner pass
+        and one jitted write of the prediction message, with what
+        ``Pipeline.answer_batch`` gives reading by reading (the label journal
+        included); None when the batch needs that path: the decoder is not sure of
+        it, or its readings list channels in differing orders."""
+        pipeline = self.pipeline
+        decoder = self.decoder()
+        decoded = decoder.decode_payloads([payload])
+        if decoded.kind[0] != REC_BATCH:
+            return None
+        columns = column_order(decoded.pair_name, decoded.pair_count, len(decoder.names))
+        if not columns.shape[0] and decoded.pair_name.shape[0]:
+            return None
+        seq, ts = decoded.seq, decoded.ts
+        arrays = (seq, ts, decoded.label, np.full(seq.shape[0], received_at),
+                  decoded.pair_count, decoded.pair_name, decoded.pair_value)
+        result = run_pass(pipeline, stream, arrays, columns, decoder)
+        packed = pack_predictions(seq, ts, result.label_index,
+                                  [self.pack_label(y) for y in result.labels],
+                                  result.margin, result.asked)
+        pipeline.tally.batches += 1
+        return [Outbound(stream.prediction_topic, packed, pipeline.prediction_qos, False),
+                *result.requests]
+
+    def handle_many(self, items: Sequence[Sequence]) -> list[list[Outbound]]:
+        """``Pipeline.handle_many``: a run of batch messages of known streams
+        (interleaved, as sensors send) each stream's in one pass, in their order;
+        anything else through ``Pipeline.handle``. Streams share no learner, so only
+        the order in which different streams' label requests are issued can differ
+        from ``handle`` one by one."""
+        handle = self.pipeline.handle
+        results: list[list[Outbound]] = []
+        i = 0
+        while i < len(items):
+            streams = []
+            end = i
+            while end < len(items) and (stream := self.groupable(items[end])) is not None:
+                streams.append(stream)
+                end += 1
+            if end - i < 2:
+                item = items[i]
+                results.append(handle(item[0], item[1], item[2]))
+                i += 1
+                continue
+            answers: list = [None] * (end - i)
+            for stream in dict.fromkeys(streams):
+                mine = [k for k, s in enumerate(streams) if s is stream]
+                group = [items[i + k] for k in mine]
+                got = (self.many(stream, group) if len(group) > 1
+                       else [handle(group[0][0], group[0][1], group[0][2])])
+                for k, out in zip(mine, got):
+                    answers[k] = out
+            results += answers
+            i = end
+        return results
+
+    def groupable(self, item: Sequence) -> Any:
+        """The stream of a message ``handle`` would try as a jitted batch, or None."""
+        topic, payload = item[0], item[1]
+        if type(payload) is not bytes or payload[:1] != b"\x81":
+            return None
+        pipeline = self.pipeline
+        if len(payload) > pipeline.limits.max_payload_bytes:
+            return None
+        return pipeline.data_stream(topic)
+
+    def many(self, stream: Any, items: list) -> list[list[Outbound]]:
+        """Batch messages of ``stream`` (two or more) as :meth:`one` would take them
+        one after the other, in one decode and one learner pass: the leading ones the
+        decoder is sure of whose readings list channels in one order; the rest one by
+        one through ``Pipeline.handle``."""
+        pipeline = self.pipeline
+        decoder = self.decoder()
+        decoded = decoder.decode_payloads([item[1] for item in items])
+        sure = decoded.kind == REC_BATCH
+        taken = int(sure.argmin()) if not sure.all() else len(items)
+        columns = np.empty(0, dtype=np.int64)
+        if taken >= 2:
+            rows = int(decoded.first[taken - 1] + decoded.count[taken - 1])
+            pairs = int(decoded.pair_count[:rows].sum())
+            columns = column_order(decoded.pair_name[:pairs], decoded.pair_count[:rows],
+                                   len(decoder.names))
+            if not columns.shape[0] and pairs:
+                taken = 0  # the rows disagree on an order: each message alone
+        if taken < 2:
+            return [pipeline.handle(item[0], item[1], item[2]) for item in items]
+        pipeline.tally.messages += taken
+        rows = int(decoded.first[taken - 1] + decoded.count[taken - 1])
+        pairs = int(decoded.pair_count[:rows].sum())
+        seq, ts = decoded.seq[:rows], decoded.ts[:rows]
+        received = np.repeat([item[2] for item in items[:taken]], decoded.count[:taken])
+        arrays = (seq, ts, decoded.label[:rows], received, decoded.pair_count[:rows],
+                  decoded.pair_name[:pairs], decoded.pair_value[:pairs])
+        result = run_pass(pipeline, stream, arrays, columns, decoder)
+        labels = [self.pack_label(y) for y in result.labels]
+        # each message's label requests: those of its rows first[m] .. first[m + 1] - 1
+        request_at = np.searchsorted(np.asarray(result.request_rows, dtype=np.int64),
+                                     np.append(decoded.first[:taken], rows)).tolist()
+        out = []
+        for m in range(taken):
+            begin, end = int(decoded.first[m]), int(decoded.first[m] + decoded.count[m])
+            packed = pack_predictions(seq[begin:end], ts[begin:end],
+                                      result.label_index[begin:end], labels,
+                                      result.margin[begin:end], result.asked[begin:end])
+            pipeline.tally.batches += 1
+            out.append([Outbound(stream.prediction_topic, packed, pipeline.prediction_qos, False),
+                        *result.requests[request_at[m]:request_at[m + 1]]])
+        return out + [pipeline.handle(item[0], item[1], item[2]) for item in items[taken:]]

@@ -1,0 +1,200 @@
+"""One stream's state: its learner, topics, counters, prequential metrics and
+sequence accounting (the one rule for a reading's ``seq``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..wire import Topics
+from .tally import SEQUENCE_COUNTERS, Tally
+from .tasks import rules_for
+
+__all__ = ["SEQ_WINDOW", "StreamState", "state_problem"]
+
+SEQ_WINDOW = 64
+"""How far back the pipeline remembers which ``seq`` values arrived (one int per
+stream): a reading within it that arrives late is out of order or a duplicate."""
+_WINDOW_MASK = (1 << SEQ_WINDOW) - 1
+
+
+class StreamState:
+    """One stream's learner, topics, counters and prequential metrics, and what its
+    task's rules (:mod:`firmware_bridge.pipeline.tasks`) keep for it."""
+
+    __slots__ = (
+        "name",
+        "learner",
+        "rules",
+        "binary",
+        "multilabel",
+        "metrics",
+        "sides",
+        "prediction_topic",
+        "label_request_topic",
+        "data",
+        "asked",
+        "label_requests",
+        "learned",
+        "unusable_labels",
+        "last_seq",
+        "seq_window",
+        "seq_missing",
+        "seq_duplicates",
+        "seq_out_of_order",
+        "seq_restarts",
+        "last_received_at",
+        "last_label",
+        "last_output",
+        "settled_sides",
+        "lean",
+        "lean_checked",
+    )
+
+    #: The counters a checkpoint keeps and :meth:`counters` reports.
+    COUNTERS = ("data", "asked", "label_requests", "learned", "unusable_labels",
+                *SEQUENCE_COUNTERS)
+
+    def __init__(self, name: str, learner: Any, topics: Topics):
+        self.name = name
+        self.learner = learner
+        task = learner.task  # the learner contract (edgelearn.learners.base)
+        self.multilabel = task == "multilabel"
+        self.binary = task == "binary"
+        self.rules = rules_for(task)
+        self.metrics = self.rules.new_metrics(learner)
+        self.sides = self.rules.new_sides(name, learner)
+        # Built once: Topics checks the id on every call, too slow per message.
+        self.prediction_topic = topics.prediction(name)
+        self.label_request_topic = topics.label_request(name)
+        self.data = 0
+        self.asked = 0
+        self.label_requests = 0
+        self.learned = 0
+        self.unusable_labels = 0
+        self.last_seq = -1  # -1: none yet, or unknown (restored after a crash)
+        self.seq_window = 0  # bit i: seq last_seq - i arrived (the last SEQ_WINDOW)
+        self.seq_missing = 0
+        self.seq_duplicates = 0
+        self.seq_out_of_order = 0
+        self.seq_restarts = 0
+        self.last_received_at = math.nan
+        self.last_label = None  # the latest prediction (Home Assistant's state)
+        self.last_output: dict | None = None  # the latest prediction message's fields
+        # Binary streams whose two labels are settled (both the stream's and the
+        # learner's): label -> (its type, is it the positive one), so the usual message
+        # skips the label checks (their verdict cannot change once both are full).
+        self.settled_sides: dict = {}
+        # A binary stream whose labels are settled: what its one-call path needs
+        # (pipeline.lean.LeanBinary), built when they settle; None until then.
+        self.lean = None
+        self.lean_checked = 0  # len(settled_sides) when the pipeline last looked
+
+    def counters(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.COUNTERS}
+
+    def load_counters(self, counters: dict, last_seq: Any) -> None:
+        """Counters and the last ``seq`` from a checkpoint (anything else is ignored)."""
+        for name, value in counters.items():
+            if name in self.COUNTERS and isinstance(value, int):
+                setattr(self, name, value)
+        self.last_seq = last_seq if isinstance(last_seq, int) else -1
+        self.seq_window = 1 if self.last_seq >= 0 else 0
+
+    def forget_last_seq(self) -> None:
+        self.last_seq, self.seq_window = -1, 0
+
+    def status(self) -> dict[str, Any]:
+        channels = self.learner.channels
+        return {
+            **self.counters(),
+            "last_seq": self.last_seq,
+            **self.rules.status(self.metrics),
+            "query_rate": self.asked / self.data if self.data else 0.0,
+            "channels": channels.n_assigned,
+            "channels_ignored": channels.n_ignored,
+            "channels_evicted": channels.n_evicted,
+            "memory_bytes": self.learner.memory_bytes(),
+            **self.learner.report(),
+        }
+
+    def note_seq(self, seq: int, tally: Tally) -> None:
+        """Account for a reading's ``seq``: the next one (the usual case), or a gap, a
+        restart, a duplicate or a late one (counted here and in ``tally``, a gap and a
+        restart logged)."""
+        last = self.last_seq
+        if seq == last + 1:
+            self.last_seq = seq
+            self.seq_window = ((self.seq_window << 1) | 1) & _WINDOW_MASK
+        elif last < 0:  # the stream's first reading (or the first after a crash)
+            self.last_seq, self.seq_window = seq, 1
+        elif seq > last:
+            gap = seq - last - 1
+            self.seq_missing += gap
+            tally.sequence["seq_missing"] += gap
+            self.last_seq = seq
+            self.seq_window = (
+                ((self.seq_window << (gap + 1)) | 1) & _WINDOW_MASK if gap < SEQ_WINDOW else 1
+            )
+            tally.log.warning("seq_gap", "stream %r: %d message(s) missing (seq %d after %d)",
+                              self.name, gap, seq, last)
+        elif seq == 0 or last - seq >= SEQ_WINDOW:
+            self.seq_restarts += 1
+            tally.sequence["seq_restarts"] += 1
+            self.last_seq, self.seq_window = seq, 1
+            tally.log.warning("seq_restart", "stream %r: seq %d after %d (the sensor "
+                              "restarted?)", self.name, seq, last)
+        else:
+            bit = 1 << (last - seq)
+            if seq == last or self.seq_window & bit:
+                self.seq_duplicates += 1
+                tally.sequence["seq_duplicates"] += 1
+            else:  # late, but it came: no longer missing
+                self.seq_window |= bit
+                self.seq_out_of_order += 1
+                self.seq_missing -= 1
+                tally.sequence["seq_out_of_order"] += 1
+                tally.sequence["seq_missing"] -= 1
+
+    def add_sequence_counts(self, moved: list[int], tally: Tally) -> None:
+        """Add the sequence counts a jitted pass found (in :data:`SEQUENCE_COUNTERS`
+        order; ``pipeline/kernels/rows.sequence``), logging gaps and restarts once."""
+        for key, count in zip(SEQUENCE_COUNTERS, moved):
+            if count:
+                setattr(self, key, getattr(self, key) + count)
+                tally.sequence[key] += count
+        if moved[0] or moved[3]:
+            tally.log.warning("seq_gap", "stream %r: seq gaps or restarts in a batch or a "
+                              "replayed log (%d missing, %d restarts)", self.name, moved[0],
+                              moved[3])
+
+
+def state_problem(
+    stream: str, state: Any, learner_class: type, params: dict[str, Any]
+) -> str | None:
+    """Why ``state`` (``Pipeline.to_state``'s) cannot be ``stream``'s with a learner of
+    ``learner_class`` and ``params``, or None."""
+    if not isinstance(state, dict) or not isinstance(state.get("learner"), dict):
+        return "the state is not a stream state (no 'learner' map)"
+    if state.get("stream") != stream:
+        return f"the state is of stream {state.get('stream')!r}"
+    learner = state["learner"]
+    if learner.get("kind") != learner_class.__name__:
+        return (
+            f"the saved learner is a {learner.get('kind')!r}, the configuration "
+            f"builds a {learner_class.__name__!r}"
+        )
+    saved = learner.get("params")
+    if not isinstance(saved, dict):
+        return "the saved learner has no parameters"
+    changed = sorted(
+        name for name in set(saved) | set(params) if saved.get(name) != params.get(name)
+    )
+    if changed:
+        return "learner parameters differ from the configuration: " + ", ".join(
+            f"{name} saved {saved.get(name)!r}, configured {params.get(name)!r}"
+            for name in changed
+        )
+    return None
+
+

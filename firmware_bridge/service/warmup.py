@@ -1,0 +1,165 @@
+"""Fill the Numba cache before the gateway first starts.
+
+Numba compiles a kernel on its first call. In the gateway that first call is the
+first sensor message, on the worker thread that also pings systemd's watchdog: on a
+Raspberry Pi, compiling a learner's kernels takes longer than ``WatchdogSec`` and
+systemd would kill the service it is starting. :func:`warm_up` runs the service's
+own per-message path (:meth:`GatewayConfig.make_pipeline`, the same learner kind and
+parameters, topics and limits) on a short synthetic stream, so every kernel that
+path calls is compiled and written to the cache (``NUMBA_CACHE_DIR``, which the
+systemd unit sets), and later processes load the machine code instead of compiling.
+
+The stream is made to reach every branch a live stream reaches: channels that
+appear, vanish and are replaced by others (PAFE's feature evolution, slot
+eviction), labels inside data messages and as answers to label requests, more
+labelled messages than an ensemble needs to fill and replace its members, and a
+checkpoint round trip (``to_state`` / ``restore``).
+
+Counted from Numba's own per-kernel statistics: ``compiled`` kernels were not in
+the cache (a second warm-up with the same cache must report 0), ``loaded`` came
+from it. (A kernel loaded from the cache carries the kernels it calls, so a warm
+run loads fewer than a cold one compiles.)
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+import edgelearn
+
+from ..pipeline import Pipeline
+from ..wire import encode_data, encode_label
+
+#: Messages of the synthetic stream: three phases (old channels, old and new,
+#: new only) of 400, so PAFE sees a replacement (vanish_after=100) and an ensemble
+#: of 10 members of 100 labels fills and replaces members.
+MESSAGES = 1200
+
+
+@dataclass
+class WarmupReport:
+    kind: str
+    compiled: int = 0
+    loaded: int = 0
+    kernels: list[str] = field(default_factory=list)
+    cache_dirs: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        where = ", ".join(self.cache_dirs) or "(no kernel was called)"
+        return (
+            f"warmup {self.kind}: {self.compiled} kernels compiled, {self.loaded} loaded from "
+            f"the cache, {self.seconds:.1f} s; cache {where}"
+        )
+
+
+def cache_counts() -> tuple[int, int]:
+    """(compiled, loaded): kernel compilations that missed the cache and kernels
+    loaded from it, in this process so far."""
+    compiled = loaded = 0
+    for dispatcher in _dispatchers().values():
+        misses, hits = _counts(dispatcher)
+        compiled += misses
+        loaded += hits
+    return compiled, loaded
+
+
+def _counts(dispatcher: Any) -> tuple[int, int]:
+    """(cache misses, cache hits) of one kernel so far."""
+    stats = dispatcher.stats
+    return sum(stats.cache_misses.values()), sum(stats.cache_hits.values())
+
+
+def _dispatchers() -> dict[str, Any]:
+    """Every jitted kernel of edgelearn imported so far, by qualified name."""
+    from numba.core.registry import CPUDispatcher
+
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("edgelearn.kernels."):
+            continue
+        for attr, value in vars(module).items():
+            if isinstance(value, CPUDispatcher) and value.__module__ == name:
+                found[f"{name}.{attr}"] = value
+    return found
+
+
+def _label(i: int, values: dict[str, float], binary: bool, multilabel: bool, n_classes: int) -> Any:
+    total = sum(values.values())
+    if multilabel:
+        return {"warm": total > 0.0, "cold": values.get("c1", 0.0) > 0.3, "odd": i % 3 == 0}
+    if binary:
+        return total > 0.0
+    return int(abs(total) * 3) % n_classes
+
+
+def _stream(binary: bool, multilabel: bool, n_classes: int, messages: int):
+    """(seq, channels, label) for a stream whose sensor set is replaced midway."""
+    third = messages // 3
+    for i in range(messages):
+        phase = min(i // third, 2)
+        names = [("a0", "a1", "a2", "c1"), ("a0", "a1", "a2", "c1", "b0", "b1"), ("b0", "b1", "c1")][phase]
+        # Deterministic, varied values; a channel now and then missing (capricious).
+        values = {
+            name: math.sin(0.37 * i + 1.3 * k) + 0.1 * k
+            for k, name in enumerate(names)
+            if (i + k) % 7 != 0
+        } or {names[0]: 0.5}
+        yield i, values, _label(i, values, binary, multilabel, n_classes)
+
+
+def _drive(pipeline: Pipeline, stream: str, messages) -> None:
+    topics = pipeline.topics
+    data_topic = topics.data(stream)
+    label_topic = topics.label(stream)
+    request_topic = topics.label_request(stream)
+    for seq, values, y in messages:
+        # Half the labels ride in the data message, the others answer label requests.
+        in_message = seq % 2 == 0
+        out = pipeline.handle(data_topic, encode_data(float(seq), seq, values, y if in_message else None), 0.0)
+        if in_message:
+            continue
+        for message in out:
+            if message.topic == request_topic:
+                req = msgpack.unpackb(message.payload)["req"]
+                pipeline.handle(label_topic, encode_label(req, y), 0.0)
+
+
+def warm_up(config, messages: int = MESSAGES) -> WarmupReport:
+    """Compile (or load from the cache) every kernel ``config``'s gateway calls.
+
+    ``config`` is a :class:`firmware_bridge.service.gateway.GatewayConfig`.
+    """
+    start = time.perf_counter()
+    # Counts of earlier warm-ups in this process (another kind) are not this one's.
+    before = {name: _counts(d) for name, d in _dispatchers().items()}
+    pipeline = config.make_pipeline(clock=lambda: 0.0)
+    prototype = edgelearn.make_learner(config.learner_kind, config.learner_params)
+    multilabel = prototype.task == "multilabel"
+    binary = prototype.task == "binary"
+    n_classes = int(getattr(prototype, "n_classes", 2) or 2)
+    _drive(pipeline, "warmup", _stream(binary, multilabel, n_classes, messages))
+    pipeline.status()
+    pipeline.memory()
+    # A restart: the checkpointed learner predicts and learns on.
+    again = config.make_pipeline(clock=lambda: 0.0)
+    again.restore("warmup", pipeline.to_state("warmup"))
+    _drive(again, "warmup", _stream(binary, multilabel, n_classes, 60))
+
+    report = WarmupReport(kind=config.learner_kind, seconds=time.perf_counter() - start)
+    dirs = set()
+    for name, dispatcher in sorted(_dispatchers().items()):
+        misses, hits = (now - was for now, was in zip(_counts(dispatcher), before.get(name, (0, 0))))
+        if hits or misses:
+            report.kernels.append(name)
+            report.compiled += misses
+            report.loaded += hits
+            dirs.add(dispatcher.stats.cache_path)
+    report.cache_dirs = sorted(dirs)
+    return report

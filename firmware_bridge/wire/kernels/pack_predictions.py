@@ -1,0 +1,137 @@
+"""A batch's prediction message written straight from the learner pass's arrays (numba).
+
+The message is the one ``msgpack.Packer(use_bin_type=True).pack`` makes of
+``{"predictions": [{"seq": s, "ts": t, "y": y, "score": m, "query": q}, ...]}``
+(``docs/protocol.md``), byte for byte: ints in their shortest msgpack form,
+floats as float64, the labels as packed once in Python (a stream has at most a
+few). Building a dict per reading and packing the list costs more than the
+learner pass itself; this writes about 60 bytes a reading without a Python object.
+``tests/test_pack_predictions.py`` holds it to ``msgpack.packb`` on the same fields.
+"""
+
+import numpy as np
+
+from edgelearn.kernels import jit
+
+# {"predictions": as msgpack: a map of one key, a fixstr of 11 bytes.
+_HEAD = np.frombuffer(b"\x81\xabpredictions", dtype=np.uint8)
+# Most bytes a prediction map takes besides its label: map header, the five keys
+# (fixstr), seq (int64: 9), ts and score (float64: 9 each), query (1).
+_FIXED_BYTES = 1 + (1 + 3) + 9 + (1 + 2) + 9 + (1 + 1) + (1 + 5) + 9 + (1 + 5) + 1
+
+
+@jit
+def _put_be(out, at, value, width):
+    # ``value``'s low ``width`` bytes, big-endian.
+    for j in range(width):
+        out[at + j] = (value >> (8 * (width - 1 - j))) & 0xFF
+    return at + width
+
+
+@jit
+def _put_int(out, at, v):
+    """``v`` (int64) as msgpack-python packs a Python int of that value."""
+    if v >= 0:
+        if v < 128:
+            out[at] = v
+            return at + 1
+        if v < 256:
+            out[at] = 0xCC
+            return _put_be(out, at + 1, v, 1)
+        if v < 65536:
+            out[at] = 0xCD
+            return _put_be(out, at + 1, v, 2)
+        if v < 4294967296:
+            out[at] = 0xCE
+            return _put_be(out, at + 1, v, 4)
+        out[at] = 0xCF
+        return _put_be(out, at + 1, v, 8)
+    if v >= -32:
+        out[at] = v & 0xFF
+        return at + 1
+    if v >= -128:
+        out[at] = 0xD0
+        return _put_be(out, at + 1, v, 1)
+    if v >= -32768:
+        out[at] = 0xD1
+        return _put_be(out, at + 1, v, 2)
+    if v >= -2147483648:
+        out[at] = 0xD2
+        return _put_be(out, at + 1, v, 4)
+    out[at] = 0xD3
+    return _put_be(out, at + 1, v, 8)
+
+
+@jit
+def _put_float(out, at, bits):
+    # A float64 (its bits as an int64), as msgpack packs a Python float.
+    out[at] = 0xCB
+    return _put_be(out, at + 1, bits, 8)
+
+
+@jit
+def _put_key(out, at, key):
+    # A short key (a fixstr, its bytes given).
+    out[at] = 0xA0 | key.shape[0]
+    for j in range(key.shape[0]):
+        out[at + 1 + j] = key[j]
+    return at + 1 + key.shape[0]
+
+
+@jit
+def _pack(seq, ts_bits, y_index, y_pool, y_off, y_len, score_bits, query, out,
+          k_seq, k_ts, k_y, k_score, k_query):
+    n = seq.shape[0]
+    at = 0
+    for j in range(_HEAD.shape[0]):
+        out[at + j] = _HEAD[j]
+    at += _HEAD.shape[0]
+    if n < 16:
+        out[at] = 0x90 | n
+        at += 1
+    elif n < 65536:
+        out[at] = 0xDC
+        at = _put_be(out, at + 1, n, 2)
+    else:
+        out[at] = 0xDD
+        at = _put_be(out, at + 1, n, 4)
+    for i in range(n):
+        out[at] = 0x85
+        at = _put_key(out, at + 1, k_seq)
+        at = _put_int(out, at, seq[i])
+        at = _put_key(out, at, k_ts)
+        at = _put_float(out, at, ts_bits[i])
+        at = _put_key(out, at, k_y)
+        label = y_index[i]
+        start = y_off[label]
+        for j in range(y_len[label]):
+            out[at + j] = y_pool[start + j]
+        at += y_len[label]
+        at = _put_key(out, at, k_score)
+        at = _put_float(out, at, score_bits[i])
+        at = _put_key(out, at, k_query)
+        out[at] = 0xC3 if query[i] else 0xC2
+        at += 1
+    return at
+
+
+_KEYS = tuple(np.frombuffer(key, dtype=np.uint8) for key in (b"seq", b"ts", b"y", b"score", b"query"))
+
+
+def pack_predictions(seq: np.ndarray, ts: np.ndarray, y_index: np.ndarray, y_packed: list[bytes],
+                     score: np.ndarray, query: np.ndarray) -> bytes:
+    """The batch prediction message: per row ``seq`` (int64), ``ts`` and ``score``
+    (float64), ``query`` (bool) and its label ``y_packed[y_index[row]]`` (each label
+    as msgpack bytes, ``Packer(use_bin_type=True)``)."""
+    n = seq.shape[0]
+    lengths = np.array([len(p) for p in y_packed] or [0], dtype=np.int64)
+    offsets = np.zeros(lengths.shape[0], dtype=np.int64)
+    np.cumsum(lengths[:-1], out=offsets[1:])
+    pool = np.frombuffer(b"".join(y_packed) or b"\0", dtype=np.uint8)
+    out = np.empty(_HEAD.shape[0] + 5 + n * (_FIXED_BYTES + int(lengths.max())), dtype=np.uint8)
+    end = _pack(np.ascontiguousarray(seq, dtype=np.int64),
+                np.ascontiguousarray(ts, dtype=np.float64).view(np.int64),
+                np.ascontiguousarray(y_index, dtype=np.int64), pool, offsets, lengths,
+                np.ascontiguousarray(score, dtype=np.float64).view(np.int64),
+                np.ascontiguousarray(query, dtype=np.bool_), out, *_KEYS)
+    return out[:end].tobytes()
