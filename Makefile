@@ -10,7 +10,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-RESULTS := paacds pafe synthesis kelm ensemble label-budget drift nab faults
+RESULTS := paacds pafe synthesis kelm ensemble label-budget drift nab faults regression
 BENCHES := replay kelm gateway memory log-replay
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
@@ -70,6 +70,9 @@ results-drift: setup
 
 results-label-budget: setup
 	$(PY) tools/results_label_budget.py --jobs 2
+
+results-regression: setup
+	$(PY) tools/results_regression.py --tune --jobs 2
 
 results-%: setup
 	$(PY) tools/results_$*.py

@@ -23,6 +23,8 @@ _LAZY = {
     "PA": ".learners", "PAACDS": ".learners", "PAFE": ".learners", "SynthesisNB": ".learners",
     "MultiLabelKELM": ".learners", "OnlineEnsemble": ".learners", "ActiveAROW": ".learners",
     "prequential": ".evaluate", "replay": ".evaluate", "check_learner": ".checks",
+    # the regression task's learner, from its module until the kind registry lists it
+    "AROWRegressor": ".learners.arow_regressor",
 }
 _SUBMODULES = ("bench", "checks", "datasets", "evaluate", "metrics", "state", "streams")
 
@@ -44,7 +46,7 @@ def __dir__() -> list[str]:
 _post_import.when_imported("river.base", lambda: importlib.import_module(".river", __name__))
 
 __all__ = [
-    "ActiveAROW", "CAPABILITIES", "ChannelSpace", "DEFAULT_KIND", "TASKS", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner",
+    "ActiveAROW", "AROWRegressor", "CAPABILITIES", "ChannelSpace", "DEFAULT_KIND", "TASKS", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner",
     "MultiLabelKELM", "PA", "PAACDS", "PAFE",
     "OnlineEnsemble", "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
 ]

@@ -9,6 +9,8 @@ them too.  Set the ``EDGELEARN_DATASETS`` environment variable to read the same 
   matrix with NaN for missing values (``?`` or an empty cell), raw labels, names.
 * :func:`binary_task` returns the binary task the PAACDS protocol uses for each of
   the 12 data sets in :data:`PAACDS_TASKS`.
+* :func:`regression_task` returns a soft-sensor task (:data:`REGRESSION_TASKS`): a
+  numeric target column predicted from the other channels.
 * :func:`verify` checks the files against the SHA-256 digests ``SOURCES.md`` lists.
 
 No pandas: the stdlib ``csv``/``gzip`` modules and NumPy.
@@ -45,6 +47,9 @@ __all__ = [
     "datasets_dir",
     "load",
     "binary_task",
+    "REGRESSION_TASKS",
+    "HELD_OUT_REGRESSION_TASKS",
+    "regression_task",
     "verify",
 ]
 
@@ -105,6 +110,12 @@ _SPECS: dict[str, _Spec] = {
         "d5d55f2ebb4c69f0c6dc26e6d1228e0b689a11706af94b8c41ed1c9d0669bf13"),
     "room_occupancy": _Spec("room_occupancy.csv.gz", 10129, 19, ("Room_Occupancy_Count",),
         "70f9a5c459fa14cadfe4fb4d27fc15abace4d4e3180a38a2916471378ff16366", meta=("Date", "Time")),
+    "trump_approval": _Spec("trump_approval.csv.gz", 1001, 7, ("five_thirty_eight",),
+        "aef188d04b606270e9590013282e2ede3f5f92edae1106d85d3defa483189cb0"),
+    "chick_weights": _Spec("chick_weights.csv.gz", 578, 4, ("weight",),
+        "0dc2c24ced9d447958d16be9d1537db1e6973c867223553623708c879080be3f"),
+    "air_quality": _Spec("air_quality.csv.gz", 9357, 14, ("CO(GT)",),
+        "327b55a4f5fcbc5f9baf0a64928fb893b64270e04e7090c97f9afaaeee70d63c", meta=("Date",)),
 }
 
 #: Every data set :func:`load` knows, in ``SOURCES.md``'s order.
@@ -128,6 +139,27 @@ _BINARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 #: The 12 data sets of the PAACDS protocol, in ``SOURCES.md``'s order.
 PAACDS_TASKS: tuple[str, ...] = tuple(_BINARY)
+
+# The soft-sensor (regression) tasks: (data set, target column, channels left out
+# besides the target). A virtual sensor predicts the target from the other channels.
+_REGRESSION: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    # occupancy: the label (Occupancy) is a person's judgement, not a sensor: left out
+    "occupancy_co2": ("occupancy", "CO2", ()),
+    "occupancy_humidity": ("occupancy", "Humidity", ()),
+    # elec2: New South Wales demand from the period, prices, Victoria's demand and the
+    # transfer; its class (price up or down) is derived from the target's market: out
+    "elec2_demand": ("elec2", "nswdemand", ()),
+    "trump_approval": ("trump_approval", "five_thirty_eight", ()),
+    "chick_weights": ("chick_weights", "weight", ()),
+    # the held-out set: CO from the five metal-oxide sensors and T, RH, AH; the
+    # other certified analysers (the *(GT) columns) are references too: left out
+    "air_quality_co": ("air_quality", "CO(GT)", ("NMHC(GT)", "C6H6(GT)", "NOx(GT)", "NO2(GT)")),
+}
+
+#: The soft-sensor tasks of :func:`regression_task`, the held-out one last.
+REGRESSION_TASKS: tuple[str, ...] = tuple(_REGRESSION)
+#: The soft-sensor task held out from the project: nothing is tuned on it.
+HELD_OUT_REGRESSION_TASKS: tuple[str, ...] = ("air_quality_co",)
 
 
 @dataclass
@@ -340,6 +372,37 @@ def binary_task(name: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     name = check_choice("name", name, "binary_task", PAACDS_TASKS)
     ds = load(name)
     return ds.X, np.asarray(_BINARY[name](ds.y), dtype=bool), ds.feature_names
+
+
+def regression_task(name: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(X, y, channel_names)`` of a soft-sensor task (one of
+    :data:`REGRESSION_TASKS`), ``y`` float64 in the target's units, in the file's
+    (time) order.  Rows whose target is missing (air_quality: the analyser's
+    ``-200`` gaps, empty cells in our copy) are left out: there is no reference to
+    score them against.  A data set's label column that is not the target
+    (occupancy's ``Occupancy``, elec2's ``class``) is not a channel.
+
+    >>> X, y, names = regression_task("occupancy_co2")
+    >>> X.shape, names
+    ((20560, 4), ['Temperature', 'Humidity', 'Light', 'HumidityRatio'])
+    >>> X, y, names = regression_task("air_quality_co")
+    >>> X.shape, names[:2], names[-3:]
+    ((7674, 8), ['PT08.S1(CO)', 'PT08.S2(NMHC)'], ['T', 'RH', 'AH'])
+    """
+    name = check_choice("name", name, "regression_task", REGRESSION_TASKS)
+    source, target, left_out = _REGRESSION[name]
+    ds = load(source)
+    if ds.label_name == target:
+        # a label column with missing cells loads as str: missing becomes NaN
+        y = np.where(np.isin(ds.y, _MISSING), "nan", ds.y).astype(np.float64) \
+            if ds.y.dtype.kind == "U" else np.asarray(ds.y, dtype=np.float64)
+        keep = [j for j, c in enumerate(ds.feature_names) if c not in left_out]
+    else:
+        t = ds.feature_names.index(target)
+        y = ds.X[:, t].copy()
+        keep = [j for j, c in enumerate(ds.feature_names) if c != target and c not in left_out]
+    rows = np.isfinite(y)
+    return ds.X[rows][:, keep], y[rows], [ds.feature_names[j] for j in keep]
 
 
 def verify(names: list[str] | tuple[str, ...] | None = None) -> dict[str, str]:

@@ -1252,3 +1252,205 @@ def surprise_feedback(weights, confirmed, spreads, slots, rows, real, threshold,
             if abs(row[8] - entry[0]) <= tolerance * spreads[c]:
                 entry[1] = 0.0
     return weights, confirmed
+# -- AROWRegressor (AROW regression, error feedback, adaptive conformal intervals) ----
+#
+# The learner's scalars are a dict (``offset``, ``n_ref``, ``sigma2``, ``n_noise``,
+# ``alpha_t``, ``q``, ``gauss_q``, ``scores`` (a list, oldest first), ``window``,
+# ``log_sd_mean``, ``n_widths``, ``threshold``, ``tokens``, ``covered``, ``scored``,
+# ``last_e``, ``last_t``, ``y_mean``, ``y_var``, ``last_beyond``, ``rejected``), the lag table a dict of lag bucket
+# to ``[n, sxy, sxx, syy]``, the model ActiveAROW's ``{"W", "S", "b", "Sb"}``.
+
+AROWR_NOISE_PRIOR = 5.0
+AROWR_EXACT_LAGS = 16
+AROWR_LAG_PRIOR = 5.0
+
+
+def arowr_missing_variance(slots, count, last_seen, t, evict_after, W, freq, capacity):
+    """Sum over the channels with a scale (count >= 2), absent from the reading and
+    seen fewer than evict_after readings ago, of the variance of their term over a
+    standardized value and their bin frequencies: W^2 + E_p[W_b^2] - E_p[W_b]^2."""
+    present = {s for s in slots if s >= 0}
+    total = 0.0
+    n_bins = freq.shape[1]
+    for s in range(capacity):
+        if s in present or count[s] < 2 or last_seen[s] < 0 or t - last_seen[s] >= evict_after:
+            continue
+        wb = [W[0, capacity + s * n_bins + b] for b in range(n_bins)]
+        p = list(freq[s])
+        second = sum(pb * w * w for pb, w in zip(p, wb))
+        first = sum(pb * w for pb, w in zip(p, wb))
+        total += W[0, s] ** 2 + second - first * first
+    return total
+
+
+def arowr_noise_variance(st):
+    n = st["n_noise"]
+    return (AROWR_NOISE_PRIOR * st["y_var"] + n * st["sigma2"]) / (AROWR_NOISE_PRIOR + n)
+
+
+def arowr_lag_bucket(d, n_lags):
+    """Lags 1..16 one bucket each (0..15), then one per doubling: 17-32 -> 16,
+    33-64 -> 17, ...; None past the table."""
+    if d < 1:
+        return None
+    if d <= AROWR_EXACT_LAGS:
+        bucket = d - 1
+    else:
+        bucket = AROWR_EXACT_LAGS + math.ceil(math.log2(d / AROWR_EXACT_LAGS)) - 1
+    return bucket if bucket < n_lags else None
+
+
+def arowr_feedback(st, lags, t, n_lags):
+    """(correction, variance factor) from the last reference's residual."""
+    if st["last_t"] < 0:
+        return 0.0, 1.0
+    bucket = arowr_lag_bucket(t - st["last_t"], n_lags)
+    if bucket is None or bucket not in lags:
+        return 0.0, 1.0
+    n, sxy, sxx, syy = lags[bucket]
+    if n < 2 or sxx <= 0 or syy <= 0:
+        return 0.0, 1.0
+    shrink = n / (n + AROWR_LAG_PRIOR)
+    return shrink * sxy / sxx * st["last_e"], 1.0 - shrink * min(sxy * sxy / (sxx * syy), 1.0)
+
+
+def arowr_estimate(slots, z, edges, freq, capacity, model, st, count, last_seen, t, evict_after,
+                   lags, n_lags, r):
+    """(features, m, v, mv, yhat, sd, model_sd) of a reading."""
+    fs, fz = arow_expand(slots, z, edges, freq, capacity)
+    m, v = arow_margin_variance(fs, fz, model, 0)
+    mv = arowr_missing_variance(slots, count, last_seen, t, evict_after, model["W"], freq, capacity)
+    if st["n_noise"] < 1:
+        sd = model_sd = math.inf
+    else:
+        sigma2 = arowr_noise_variance(st)
+        sd = math.sqrt(sigma2 * (1 + v / r) + mv)
+        model_sd = math.sqrt(sigma2 * (1 + v / r))
+    correction, factor = arowr_feedback(st, lags, t, n_lags)
+    return (fs, fz), m, v, mv, st["offset"] + m + correction, sd * math.sqrt(factor), model_sd
+
+
+def arowr_interval(yhat, sd, st):
+    if not math.isfinite(sd):
+        return -math.inf, math.inf
+    return yhat - st["q"] * sd, yhat + st["q"] * sd
+
+
+def arowr_conformal_quantile(scores, level):
+    """The ceil(level (n + 1))-th smallest score, capped at the largest; 0 below the first."""
+    n = len(scores)
+    if n == 0:
+        return 0.0
+    rank = math.ceil(level * (n + 1))
+    if rank <= 0:
+        return 0.0
+    return sorted(scores)[min(rank, n) - 1]
+
+
+def arowr_decide(slots, z, edges, freq, capacity, model, st, count, last_seen, t, evict_after,
+                 lags, n_lags, r, power, rng, target, gain, width_forget, burst):
+    """``(st, rng, (yhat, sd, lower, upper, asked))``: the prediction, its interval,
+    and the question: u = exp(mean log sd - log model_sd) (0 while it is infinite),
+    the running mean then updated; target 1 asks always; else a draw of ActiveAROW's
+    rule, granted only if the bucket (target per reading, at most burst) holds 1."""
+    st = dict(st)
+    _, _, _, _, yhat, sd, model_sd = arowr_estimate(slots, z, edges, freq, capacity, model, st, count,
+                                                    last_seen, t, evict_after, lags, n_lags, r)
+    lower, upper = arowr_interval(yhat, sd, st)
+    if not math.isfinite(model_sd) or model_sd <= 0:
+        u = 0.0
+    else:
+        st["n_widths"] += 1
+        if st["n_widths"] == 1:
+            u = 1.0
+            st["log_sd_mean"] = math.log(model_sd)
+        else:
+            u = math.exp(st["log_sd_mean"] - math.log(model_sd))
+            a = max(1.0 / st["n_widths"], width_forget)
+            st["log_sd_mean"] += a * (math.log(model_sd) - st["log_sd_mean"])
+    if target >= 1.0:
+        return st, rng, (yhat, sd, lower, upper, True)
+    tokens = min(st["tokens"] + target, burst)
+    rng, drawn = arow_draw_query(u, st["threshold"], power, rng)
+    asked = drawn and tokens >= 1.0
+    st["tokens"] = tokens - 1.0 if asked else tokens
+    st["threshold"] = arow_adapt_threshold(st["threshold"], asked, target, gain)
+    return st, rng, (yhat, sd, lower, upper, asked)
+
+
+def arowr_learn(slots, z, y, edges, freq, capacity, model, st, count, last_seen, t, evict_after,
+                lags, n_lags, r, floor, huber, reject, alpha, gamma, noise_forget, lag_forget):
+    """``(model, st, lags, verdict)`` after learning reference y of the reading at t."""
+    model, st, lags = _copy(model), dict(st), {k: list(v) for k, v in lags.items()}
+    st["scores"] = list(st["scores"])
+    (fs, fz), m, v, mv, yhat, sd, _ = arowr_estimate(slots, z, edges, freq, capacity, model, st, count,
+                                                     last_seen, t, evict_after, lags, n_lags, r)
+    st["n_ref"] += 1
+
+    def add_pair(e):
+        if st["last_t"] >= 0:
+            bucket = arowr_lag_bucket(t - st["last_t"], n_lags)
+            if bucket is not None:
+                row = lags.setdefault(bucket, [0.0, 0.0, 0.0, 0.0])
+                row[0] += 1
+                w = max(1.0 / row[0], lag_forget)
+                x = st["last_e"]
+                row[1] += w * (x * e - row[1])
+                row[2] += w * (x * x - row[2])
+                row[3] += w * (e * e - row[3])
+        st["last_e"], st["last_t"] = e, t
+
+    if st["n_ref"] == 1:
+        st["offset"] = st["y_mean"] = y
+        add_pair(0.0)
+        return model, st, lags, -1
+    verdict = -1
+    e = y - (st["offset"] + m)
+    if math.isfinite(sd):
+        lower, upper = arowr_interval(yhat, sd, st)
+        covered = lower <= y <= upper
+        verdict = int(covered)
+        st["scored"] += 1
+        st["covered"] += int(covered)
+        model_sd = st["q"] / st["gauss_q"] * math.sqrt(arowr_noise_variance(st) * (1 + v / r) + mv)
+        st["scores"] = (st["scores"] + [abs(y - yhat) / sd if sd > 0 else math.inf])[-st["window"]:]
+        st["alpha_t"] += gamma * (alpha - (0.0 if covered else 1.0))
+        level = min(max(1.0 - st["alpha_t"], 0.0), 1.0)
+        n = len(st["scores"])
+        if n < st["window"] and math.ceil(level * (n + 1)) > n:
+            st["q"] = st["gauss_q"]
+        else:
+            st["q"] = arowr_conformal_quantile(st["scores"], level)
+        beyond = abs(e) > reject * model_sd
+        alone = beyond and not st["last_beyond"]
+        st["last_beyond"] = beyond
+        if alone:  # a spike: the verdict counts, nothing is learned
+            st["rejected"] += 1
+            return model, st, lags, verdict
+        bound = huber * model_sd
+        if bound > 0:
+            e = min(max(e, -bound), bound)
+    # the clipped reference offset + m + e feeds the statistics and the lag table
+    a = max(1.0 / st["n_ref"], noise_forget)
+    delta = st["offset"] + m + e - st["y_mean"]
+    st["y_mean"] += a * delta
+    st["y_var"] = (1 - a) * (st["y_var"] + a * delta * delta)
+    add_pair(e)
+    st["n_noise"] += 1
+    a = max(1.0 / st["n_noise"], noise_forget)
+    sigma2 = arowr_noise_variance(st)
+    noise = sigma2 * (1 + v / r)
+    share = 1.0 if st["n_noise"] == 1 or noise + mv <= 0 else noise / (noise + mv)
+    st["sigma2"] = max(st["sigma2"] + a * share * ((e * e - mv) / (1 + v / r) - st["sigma2"]), 0.0)
+    r_reading = r * (1 + mv / sigma2) if sigma2 > 0 else r
+    beta = 1.0 / (v + r_reading)
+    for s, x in zip(fs, fz):
+        if s < 0:
+            continue
+        sx = model["S"][0, s] * x
+        model["W"][0, s] += e * beta * sx
+        model["S"][0, s] = max(model["S"][0, s] - beta * sx * sx, floor)
+    if model["Sb"][0] > 0:
+        model["b"][0] += e * beta * model["Sb"][0]
+        model["Sb"][0] = max(model["Sb"][0] - beta * model["Sb"][0] ** 2, floor)
+    return model, st, lags, verdict

@@ -26,7 +26,7 @@ from edgelearn.datasets import (
 ROOT = Path(__file__).resolve().parents[1]
 
 # Labels and non-feature columns per data set, as SOURCES.md describes them.
-NON_FEATURE_COLUMNS = {"occupancy": 2, "room_occupancy": 3, "yeast": 14, "emotions": 6}
+NON_FEATURE_COLUMNS = {"occupancy": 2, "room_occupancy": 3, "yeast": 14, "emotions": 6, "air_quality": 2}
 
 
 @functools.lru_cache(maxsize=None)
@@ -236,3 +236,18 @@ def test_malformed_file_is_reported(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"spect\.csv: column 'F\d+', data row 3: "
                        "'x' is not a number"):
         load("spect")
+
+
+def test_regression_tasks_are_numbers_from_other_channels():
+    from edgelearn.datasets import HELD_OUT_REGRESSION_TASKS, REGRESSION_TASKS, regression_task
+
+    assert set(HELD_OUT_REGRESSION_TASKS) <= set(REGRESSION_TASKS)
+    for task in REGRESSION_TASKS:
+        X, y, names = regression_task(task)
+        assert y.dtype == np.float64 and np.isfinite(y).all() and len(y) == len(X) > 500
+        assert X.shape[1] == len(names) >= 3
+        # the target is never among its own channels, nor is another analyser's reference
+        assert not any(name.endswith("(GT)") or name in ("Occupancy", "class") for name in names)
+    X, y, names = regression_task("air_quality_co")
+    raw = load("air_quality")
+    assert len(y) == int(np.sum(raw.y != "")) == 7674  # the analyser's gaps are left out
