@@ -47,6 +47,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from edgelearn._validation import check_number, format_value
+from edgelearn.stream_metrics import RegressionMetrics  # noqa: F401  (one class, two homes)
 
 __all__ = [
     "MULTILABEL_METRICS", "ClassificationMetrics", "MultiLabelMetrics", "RegressionMetrics", "accuracy", "average_precision", "balanced_accuracy", "f1_binary",
@@ -488,38 +489,6 @@ class MultiLabelMetrics:
     def __repr__(self) -> str:
         return (f"MultiLabelMetrics(n={self.n}, hamming_loss={self.hamming_loss:.4f}, "
                 f"micro_f1={self.micro_f1:.4f})")
-
-
-class RegressionMetrics:
-    """Streaming MAE, RMSE and interval coverage, one reading at a time (O(1) memory;
-    MAE and RMSE are scikit-learn's ``mean_absolute_error`` and ``root_mean_squared_error``).
-    ``coverage`` is the share of the readings given an interval whose truth was inside it.
-
-    >>> m = RegressionMetrics().update(3.0, 2.5, 2.0, 4.0).update(1.0, 2.0, 1.5, 2.5)
-    >>> m.n, m.mae, round(m.rmse, 4), m.coverage, m.n_intervals
-    (2, 0.75, 0.7906, 0.5, 2)
-    """
-
-    def __init__(self) -> None:
-        self.n = self.n_intervals = self.n_covered = 0
-        self._abs = self._sq = 0.0
-
-    def update(self, y_true: float, y_pred: float, lower: float | None = None,
-               upper: float | None = None) -> "RegressionMetrics":
-        """Count one prediction (and its interval, if any); returns ``self``."""
-        error = float(y_pred) - float(y_true)
-        self.n += 1
-        self._abs += abs(error)
-        self._sq += error * error
-        if lower is not None and upper is not None:
-            self.n_intervals += 1
-            self.n_covered += lower <= y_true <= upper
-        return self
-
-    mae = property(lambda self: self._abs / self.n if self.n else math.nan, doc="Mean absolute error.")
-    rmse = property(lambda self: math.sqrt(self._sq / self.n) if self.n else math.nan, doc="Root mean squared error.")
-    coverage = property(lambda self: self.n_covered / self.n_intervals if self.n_intervals else math.nan,
-                        doc="Share of the intervals that held the truth.")
 
 
 # -- concept drift (AC_OE, section 3.3) ------------------------------------------------

@@ -28,17 +28,18 @@ __all__ = ["AnomalyMetrics", "RegressionMetrics"]
 
 class RegressionMetrics:
     """Mean absolute and root mean squared error of predictions against the numbers
-    that came back, and how often the true value fell inside the predicted interval
-    (``coverage``, over the readings that had an interval)."""
+    that came back (scikit-learn's ``mean_absolute_error`` and
+    ``root_mean_squared_error``), and how often the true value fell inside the
+    predicted interval (``coverage``, over the ``n_intervals`` readings that had one)."""
 
-    __slots__ = ("n", "abs_sum", "sq_sum", "covered", "with_interval")
+    __slots__ = ("n", "abs_sum", "sq_sum", "n_covered", "n_intervals")
 
     def __init__(self):
         self.n = 0
         self.abs_sum = 0.0
         self.sq_sum = 0.0
-        self.covered = 0
-        self.with_interval = 0
+        self.n_covered = 0
+        self.n_intervals = 0
 
     def update(self, y_true: float, y_pred: float, lower: float | None = None,
                upper: float | None = None) -> "RegressionMetrics":
@@ -47,8 +48,8 @@ class RegressionMetrics:
         self.abs_sum += abs(error)
         self.sq_sum += error * error
         if lower is not None and upper is not None:
-            self.with_interval += 1
-            self.covered += lower <= y_true <= upper
+            self.n_intervals += 1
+            self.n_covered += lower <= y_true <= upper
         return self
 
     @property
@@ -61,7 +62,7 @@ class RegressionMetrics:
 
     @property
     def coverage(self) -> float | None:
-        return self.covered / self.with_interval if self.with_interval else None
+        return self.n_covered / self.n_intervals if self.n_intervals else None
 
     def as_dict(self) -> dict[str, Any]:
         return {"scored": self.n, "mae": self.mae, "rmse": self.rmse, "coverage": self.coverage}
