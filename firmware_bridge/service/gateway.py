@@ -343,6 +343,7 @@ class Gateway:
     def sink(self, name: str) -> Any:
         """The running sink called ``name`` (``firmware_bridge.service.sinks.SINKS``),
         or None when it is off."""
+        name = {"mqtt": "outputs"}.get(name, name)  # its name before [outputs]
         return next((sink for sink in self.sinks if sink.name == name), None)
 
     # -- Prometheus ------------------------------------------------------------------
