@@ -3,9 +3,11 @@ checksummed, and checked before anything of it is merged.
 
 :func:`pack` writes an envelope (msgpack)::
 
-    {"v": 1, "group": str, "sender": str, "weight": float, "crc32": int, "body": bytes}
+    {"v": 1, "group": str, "sender": str, "seq": int, "weight": float, "crc32": int,
+     "body": bytes}
 
-``body`` is the msgpack of the contribution (:mod:`edgelearn.merging`) and
+``seq`` numbers a sender's contributions (a receiver drops one it has had: QoS 1 may
+deliver a message twice, and a delta added twice would count twice); ``body`` is the msgpack of the contribution (:mod:`edgelearn.merging`) and
 ``crc32`` its CRC-32. :func:`unpack` takes the bytes back and checks everything a
 sender could get wrong or make up; what fails raises :class:`Rejected` with one
 of :data:`REASONS` (a caller counts by it) and a message saying what arrived.
@@ -72,14 +74,16 @@ class Received:
 
     group: str
     sender: str
+    seq: int
     weight: float
     contribution: dict
 
 
-def pack(contribution: dict, group: str, sender: str, weight: float = 1.0) -> bytes:
-    """The envelope's bytes for ``contribution`` from ``sender`` in ``group``."""
+def pack(contribution: dict, group: str, sender: str, seq: int = 0, weight: float = 1.0) -> bytes:
+    """The envelope's bytes for ``contribution``, the ``seq``-th of ``sender`` in ``group``."""
     body = msgpack.packb(contribution, use_bin_type=True)
-    return msgpack.packb({"v": ENVELOPE_VERSION, "group": group, "sender": sender, "weight": float(weight),
+    return msgpack.packb({"v": ENVELOPE_VERSION, "group": group, "sender": sender, "seq": int(seq),
+                          "weight": float(weight),
                           "crc32": zlib.crc32(body), "body": body}, use_bin_type=True)
 
 
@@ -94,7 +98,7 @@ def unpack(data: bytes, limits: Limits = Limits(), kind: str | None = None,
         raise Rejected("malformed", "A contribution must be a msgpack map with a 'v' field.")
     if envelope["v"] != ENVELOPE_VERSION:
         raise Rejected("version", f"Contribution envelope version must be {ENVELOPE_VERSION}. Got {envelope['v']!r}.")
-    for field, types in (("group", str), ("sender", str), ("weight", (int, float)), ("crc32", int),
+    for field, types in (("group", str), ("sender", str), ("seq", int), ("weight", (int, float)), ("crc32", int),
                          ("body", bytes)):
         value = envelope.get(field)
         if not isinstance(value, types) or isinstance(value, bool):
@@ -108,7 +112,7 @@ def unpack(data: bytes, limits: Limits = Limits(), kind: str | None = None,
         raise Rejected("weight", f"A contribution's weight must be in [0, {limits.max_weight:g}]. Got {weight!r}.")
     contribution = _unpacked(envelope["body"], "body")
     check(contribution, limits, kind, structure)
-    return Received(envelope["group"], envelope["sender"], weight, contribution)
+    return Received(envelope["group"], envelope["sender"], envelope["seq"], weight, contribution)
 
 
 def check(contribution, limits: Limits = Limits(), kind: str | None = None,

@@ -25,7 +25,7 @@ def repacked(data, **changes):
 
 def with_body(body_dict, **envelope_changes):
     body = msgpack.packb(body_dict, use_bin_type=True)
-    return msgpack.packb({"v": 1, "group": "g", "sender": "x", "weight": 1.0, "crc32": zlib.crc32(body),
+    return msgpack.packb({"v": 1, "group": "g", "sender": "x", "seq": 1, "weight": 1.0, "crc32": zlib.crc32(body),
                           "body": body, **envelope_changes}, use_bin_type=True)
 
 
@@ -38,8 +38,8 @@ def reason_of(data, **kwargs):
 
 def test_a_packed_contribution_comes_back_whole_and_merges():
     c = contribution()
-    received = unpack(pack(c, "greenhouses", "gw-a", 2.0), kind="ActiveAROW", structure=c["structure"])
-    assert (received.group, received.sender, received.weight) == ("greenhouses", "gw-a", 2.0)
+    received = unpack(pack(c, "greenhouses", "gw-a", 5, 2.0), kind="ActiveAROW", structure=c["structure"])
+    assert (received.group, received.sender, received.seq, received.weight) == ("greenhouses", "gw-a", 5, 2.0)
     assert received.contribution == c
     group = ActiveAROW.merge([received.contribution], [received.weight])
     assert group["channels"]["n"] == [2 * n for n in c["channels"]["n"]]
@@ -73,7 +73,7 @@ def test_checksum():
 
 @pytest.mark.parametrize("weight", [-1.0, 1e3, float("nan"), float("inf")])
 def test_weight_beyond_its_bound(weight):
-    reason, message = reason_of(pack(contribution(), "g", "x", weight))
+    reason, message = reason_of(pack(contribution(), "g", "x", 1, weight))
     assert reason == "weight" and message.startswith("A contribution's weight must be in [0, 100].")
 
 
