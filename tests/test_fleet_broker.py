@@ -128,7 +128,8 @@ def test_a_new_stream_starts_from_the_fleet_and_a_corrupt_contribution_is_refuse
 
         # A corrupt contribution (one bit of the body flipped in transit) is counted and ignored.
         merged_before = counter("b", "fleet_contributions_merged")
-        envelope = msgpack.unpackb(contributions[-1][1], raw=False)
+        last_of_a = contributions[-1][1]
+        envelope = msgpack.unpackb(last_of_a, raw=False)
         body = bytearray(envelope["body"])
         body[len(body) // 2] ^= 0x04
         envelope.update(sender="mallory", body=bytes(body))
@@ -139,6 +140,12 @@ def test_a_new_stream_starts_from_the_fleet_and_a_corrupt_contribution_is_refuse
         # B merged all and only A's
         assert counter("b", "fleet_contributions_merged") == merged_before == counter("a", "fleet_contributions_sent")
         assert "fleet_rejected_checksum" in statuses["b"]["counter_problems"]
+        # A's last contribution again (QoS 1 may deliver twice), and as if from another gateway
+        observer.publish("edgelearn/fleet/greenhouses/a", last_of_a, 1).wait_for_publish(10)
+        observer.publish("edgelearn/fleet/greenhouses/eve", last_of_a, 1).wait_for_publish(10)
+        wait_until(lambda: counter("b", "fleet_rejected_repeated") == 1 and counter("b", "fleet_rejected_sender") == 1,
+                   20, f"B refusing a repeated contribution and one under another gateway's topic {dict((k, v) for k, v in statuses['b']['counters'].items() if k.startswith('fleet'))} {[c[0] for c in contributions]}")
+        assert counter("b", "fleet_contributions_merged") == merged_before
 
         # B's new room starts from the group model; "solo" does not take part (streams = "room-*").
         fresh = concept(150, 2)
