@@ -84,21 +84,24 @@ def test_a_new_stream_starts_from_the_fleet_and_a_corrupt_contribution_is_refuse
         return statuses.get(name, {}).get("counters", {}).get(key, 0)
 
     try:
-        for name in ("a", "b"):
+        def start(name):
             config = gateway_config(tmp_path, name, broker.port)
             log = open(tmp_path / f"{name}.log", "ab")
-            processes[name] = subprocess.Popen(
+            process = processes[name] = subprocess.Popen(
                 [sys.executable, "-m", "firmware_bridge.cli", "gateway", "--config", str(config),
                  "--gateway-id", name, "--state-dir", str(tmp_path / name / "state")],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
             log.close()
-        for name, process in processes.items():
-            def online(name=name, process=process):
+
+            def online():
                 if process.poll() is not None:
                     raise AssertionError((tmp_path / f"{name}.log").read_text())
                 status = statuses.get(name)
                 return status and status["pid"] == process.pid and status["connected"]
             wait_until(online, 60, f"gateway {name} online")
+
+        for name in ("a", "b"):
+            start(name)
 
         sensor = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="sensors")
         sensor.max_inflight_messages_set(100)
@@ -164,9 +167,19 @@ def test_a_new_stream_starts_from_the_fleet_and_a_corrupt_contribution_is_refuse
             process.send_signal(signal.SIGTERM)
         for name, process in processes.items():
             assert process.wait(60) == 0, (tmp_path / f"{name}.log").read_text()
-        # The group model is kept beside the checkpoints.
+        # The group model is kept beside the checkpoints, and B started again has it.
         for name in ("a", "b"):
             assert (tmp_path / name / "state" / "fleet-greenhouses.ckpt").exists()
+        with lock:
+            statuses.pop("b")
+        start("b")
+        send("b", "room-c", fresh)
+        wait_until(lambda: counter("b", "fleet_streams_started") == 1, 10, "B's restart starting room-c from the group")
+        restarted = np.array([predictions[("room-c", seq)] == y for seq, (_, y) in enumerate(fresh)])
+        print(f"after B's restart, first 50 readings of room-c: {restarted[:50].mean():.3f}")
+        assert restarted[:50].mean() >= right["solo"][:50].mean() + 0.1
+        processes["b"].send_signal(signal.SIGTERM)
+        assert processes["b"].wait(60) == 0
         sensor.loop_stop()
     finally:
         for process in processes.values():
