@@ -645,14 +645,21 @@ def _name_failures(failed: dict[str, Exception]) -> str:
 
 class _TopicFilters(dict):
     """Sinks by topic filter, answering ``in`` and ``get`` for a topic that a
-    wildcard filter (``+``, ``#``) matches too (the fleet's ``edgelearn/fleet/G/+``)."""
+    wildcard filter (``+``, ``#``) matches too (the fleet's ``edgelearn/fleet/G/+``).
+    Every inbound message asks: a topic outside every filter's fixed prefix (a
+    sensor's) is answered by one ``startswith`` per filter."""
+
+    def __init__(self, by_filter: dict):
+        super().__init__(by_filter)
+        self._wildcards = [(f[:min(i for i in (f.find("+"), f.find("#")) if i >= 0)], f, sink)
+                           for f, sink in by_filter.items() if "+" in f or "#" in f]
 
     def get(self, topic, default=None):
         sink = dict.get(self, topic)
         if sink is not None:
             return sink
-        for pattern, candidate in self.items():
-            if topic_matches_sub(pattern, topic):
+        for prefix, pattern, candidate in self._wildcards:
+            if topic.startswith(prefix) and topic_matches_sub(pattern, topic):
                 return candidate
         return default
 
