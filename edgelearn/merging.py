@@ -188,13 +188,7 @@ def merge_contributions(owner: str, structure: dict, columns: dict[str, int], su
     labels = list(group["labels"])
     for contribution, weight in zip(contributions, weights):
         check_kind(owner, contribution, structure)
-        other_labels = list(contribution["labels"])
-        if not labels:
-            labels = other_labels
-        reversed_labels = bool(other_labels) and other_labels == labels[::-1] and labels != labels[::-1]
-        if other_labels and not reversed_labels and other_labels != labels:
-            raise ValueError(f"This {owner} contribution knows the labels {other_labels!r}; "
-                             f"the group's are {labels!r}.")
+        labels, reversed_labels = align_labels(owner, labels, list(contribution["labels"]))
         sign_flip = flip if reversed_labels else ()
         table.add(ChannelTable.from_part(contribution["channels"], columns), weight, sign_flip)
         for key in summed:
@@ -203,6 +197,29 @@ def merge_contributions(owner: str, structure: dict, columns: dict[str, int], su
     return {"kind": owner, "version": CONTRIBUTION_VERSION, "structure": dict(structure),
             "labels": labels, "channels": table.to_part(),
             **{key: [float(v) for v in totals[key]] for key in summed}}
+
+
+def align_labels(owner: str, group: list, other: list) -> tuple[list, bool]:
+    """The group's labels after a contribution's, and whether the contribution's are
+    the other way round. Labels are ``[negative, positive]`` (None: not met yet) or,
+    before any, empty; a side one has not met takes the other's label.
+
+    >>> align_labels("PA", ["no", "yes"], ["yes", "no"]), align_labels("PA", ["no", "yes"], [None, "yes"])
+    ((['no', 'yes'], True), (['no', 'yes'], False))
+    >>> align_labels("PA", [None, "yes"], ["yes", "no"])
+    (['no', 'yes'], True)
+    """
+    if not other:
+        return group, False
+    if not group:
+        return other, False
+    for candidate, turned in ((other, False), (other[::-1], True)):
+        if all(a is None or b is None or a == b for a, b in zip(group, candidate)):
+            if turned and all(a is None or b is None or a == b for a, b in zip(group, other)):
+                turned = False  # fits both ways (one label each, on different sides): keep it
+                candidate = other
+            return [a if a is not None else b for a, b in zip(group, candidate)], turned
+    raise ValueError(f"This {owner} contribution knows the labels {other!r}; the group's are {group!r}.")
 
 
 def empty_group(owner: str, structure: dict, columns: dict[str, int], summed: tuple,

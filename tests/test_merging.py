@@ -302,3 +302,19 @@ def test_chan_formulas_against_numpy():
         n, m, v = split_statistics(50, x.mean(), x.var(), cut, x[:cut].mean(), x[:cut].var())
         assert n == 50 - cut
         np.testing.assert_allclose([m, v], [x[cut:].mean(), x[cut:].var()], rtol=1e-9, atol=1e-12)
+
+
+def test_a_learner_that_met_one_label_merges_on_its_side():
+    data = [(x, "yes" if y else "no") for x, y in readings(300, 17)]
+    both = trained(PA, data)
+    one = trained(PA, [(x, y) for x, y in data if y == "yes"][:40])
+    assert None in one.targets.to_state()
+    group = PA.merge([both.contribution(), one.contribution()])
+    assert group["labels"] == both.targets.to_state()
+    positive_side = one.targets.to_state().index("yes") == both.targets.to_state().index("yes")
+    a_both, a_one = both.channels.slot_of("a"), one.channels.slot_of("a")
+    n_both, n_one = both.channels.count[a_both], one.channels.count[a_one]
+    sign = 1.0 if positive_side else -1.0
+    expected = (n_both * both.w[a_both] + sign * n_one * one.w[a_one]) / (n_both + n_one)
+    np.testing.assert_allclose(PA.from_group(group).w[PA.from_group(group).channels.slot_of("a")], expected,
+                               rtol=1e-12)

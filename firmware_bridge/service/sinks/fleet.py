@@ -144,7 +144,12 @@ class FleetSink(Sink):
             if sender not in self.last_seq and len(self.last_seq) >= _MAX_SENDERS:
                 raise Rejected("channel_flood", f"A group may have at most {_MAX_SENDERS} gateways. "
                                                 f"Got one more: {sender!r}.")
-            self._merge([received.contribution], [received.weight])
+            merged = self.kind.merge([received.contribution], [received.weight], group=self.group)
+            if len(merged["channels"]["names"]) > self.limits.max_channels:
+                raise Rejected("channel_flood", f"The group model may hold at most {self.limits.max_channels} "
+                                                f"channels; this contribution would make it "
+                                                f"{len(merged['channels']['names'])}.")
+            self.group, self._structure = merged, merged["structure"]
             self.last_seq[sender] = received.seq
         except Rejected as rejected:
             self._refuse(rejected.reason, str(rejected))
