@@ -318,3 +318,48 @@ def test_a_learner_that_met_one_label_merges_on_its_side():
     expected = (n_both * both.w[a_both] + sign * n_one * one.w[a_one]) / (n_both + n_one)
     np.testing.assert_allclose(PA.from_group(group).w[PA.from_group(group).channels.slot_of("a")], expected,
                                rtol=1e-12)
+
+
+# -- PAACDS --------------------------------------------------------------------------
+
+
+def test_paacds_merge_averages_weights_and_combines_information_statistics():
+    from edgelearn import PAACDS
+
+    first, second = readings(400, 21), readings(300, 22, order=("b", "d", "a", "c"))
+    a, b = trained(PAACDS, first), trained(PAACDS, second)
+    group = PAACDS.merge([a.contribution(), b.contribution()])
+    new = PAACDS.from_group(group)
+    for name in NAMES:
+        sa, sb, s = a.channels.slot_of(name), b.channels.slot_of(name), new.channels.slot_of(name)
+        na, nb = a.channels.count[sa], b.channels.count[sb]
+        w = (na * a.W[0, sa] + nb * b.W[0, sb]) / (na + nb)
+        np.testing.assert_allclose(new.W[0, s], w, rtol=1e-12, atol=1e-15)
+        assert new.active[s] == (w != 0.0)
+        ha, hb = a.h_n[sa], b.h_n[sb]
+        n, mean, var = combine_statistics(ha, a.h_mean[sa], a.h_var[sa], hb, b.h_mean[sb], b.h_var[sb])
+        assert new.h_n[s] == ha + hb
+        np.testing.assert_allclose([new.h_mean[s], new.h_var[s]], [mean, var], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(new.h[s], (5.0 + n * var) / (5.0 + n), rtol=1e-9)
+        both = np.r_[raw_values(first, name), raw_values(second, name)]
+        np.testing.assert_allclose([new.channels.mean[s], new.channels.var[s]], [both.mean(), both.var()],
+                                   rtol=1e-10)
+    np.testing.assert_allclose(new.b[0], (400 * a.b[0] + 300 * b.b[0]) / 700, rtol=1e-12)
+    assert not PAACDS(n_classes=3).can("merge") and PAACDS().can("merge")
+
+
+def test_paacds_group_start_beats_a_lone_start_and_counts_nothing_twice():
+    from edgelearn import PAACDS
+
+    group = PAACDS.merge([trained(PAACDS, readings(400, s)).contribution() for s in (23, 24)])
+    test = readings(300, 25)
+    joined, alone = PAACDS.from_group(group), PAACDS()
+    assert np.mean([joined.predict_one(x) == y for x, y in test[:100]]) > \
+        np.mean([alone.predict_one(x) == y for x, y in test[:100]]) + 0.2
+    for x, y in test:
+        joined.learn_one(x, y)
+    own = joined.contribution()
+    assert sum(own["channels"]["n"]) == sum(len(x) for x, _ in test)
+    assert own["intercept_count"] == [300.0]
+    restored = PAACDS.from_state(joined.to_state())
+    assert sum(restored.contribution()["channels"]["n"]) == 0

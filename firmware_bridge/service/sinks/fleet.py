@@ -38,7 +38,7 @@ SECTION = Section("""
     A fleet that learns together (docs/fleet.md): the gateways of one group share
     what their streams' learners learned over the broker, and a new stream starts
     from the group's model. Off by default. Needs a learner that can merge
-    (active_arow binary, pa).""", {
+    (active_arow, paacds: binary; pa).""", {
     "enabled": Setting(Boolean(), "true: share learned models with the other gateways of the group", False),
     "group": Setting(ID_TEXT, "gateways of one group share", "default"),
     "streams": Setting(Text(1, 256), "which streams take part (a glob on the stream name)", "*"),
@@ -75,7 +75,7 @@ class FleetSink(Sink):
         self.exchange = contributions
         pipeline = host.pipeline
         if not pipeline.learner_can("merge"):
-            raise ValueError(f"[fleet] enabled needs a learner that can merge (active_arow binary, pa). "
+            raise ValueError(f"[fleet] enabled needs a learner that can merge (active_arow, paacds: binary; pa). "
                              f"Got {pipeline.learner_class.__name__}.")
         self.kind = pipeline.learner_class
         self.group_name = settings["group"]
