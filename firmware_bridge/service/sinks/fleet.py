@@ -24,6 +24,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
+import time
 from typing import Any
 
 from edgelearn.constraints import Boolean, Interval, Text
@@ -87,7 +88,7 @@ class FleetSink(Sink):
         self._structure: dict | None = None
         self._next_at: float | None = None
         self._logged: set[str] = set()
-        self.seq = 0  # this gateway's contributions so far (kept with the group model)
+        self.seq = 0  # the number of this gateway's last contribution (kept with the group model)
         self.last_seq: dict[str, int] = {}  # per sender, the last contribution merged
         self._revisions: dict[str, int] = {}  # per stream, its revision at its last contribution
         directory = config.checkpoint_dir
@@ -102,6 +103,9 @@ class FleetSink(Sink):
                                              "group": "another group than the topic's",
                                              "repeated": "one merged already (QoS 1 delivers twice)"}.items()}
         self._load()
+        # Numbers go on from the wall clock's milliseconds, so a gateway that lost its
+        # saved number (no checkpoints directory) is not taken for a repeat after a restart.
+        self.seq = max(self.seq, int(time.time() * 1000))
         pipeline.set_learner_start(self.start_learner)
 
     # -- the group model ---------------------------------------------------------------
