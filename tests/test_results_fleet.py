@@ -15,7 +15,7 @@ def test_results_fleet_quick(tmp_path):
     rows = {}
     for line in out.read_text().splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 5 and cells[0] in ("1", "2"):
+        if len(cells) == 6 and cells[0] in ("1", "2"):
             rows[(cells[0], cells[1])] = float(cells[2])
     assert len(rows) == 6
     # the new stream's first 100 readings: the group model's start beats a lone start
