@@ -188,3 +188,15 @@ def test_a_new_stream_starts_from_the_fleet_and_a_corrupt_contribution_is_refuse
                 process.wait(10)
         observer.loop_stop()
         broker.stop()
+
+
+def test_the_fleet_with_a_learner_that_cannot_merge_is_refused_at_the_start(tmp_path):
+    config = tmp_path / "gateway.toml"
+    config.write_text('[learner]\nkind = "synthesis_nb"\n[fleet]\nenabled = true\n'
+                      f'[checkpoints]\ndirectory = "{tmp_path}"\n')
+    result = subprocess.run([sys.executable, "-m", "firmware_bridge.cli", "gateway", "--config", str(config)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == ("edgelearn gateway: error: [fleet] enabled needs a learner that can merge "
+                                     "(active_arow, paacds: binary; pa). Got SynthesisNB.")
