@@ -519,11 +519,6 @@ class Pipeline:
         such call (the default)."""
         self._learner_start = start
 
-    @property
-    def learner_class(self) -> type:
-        """The class of every stream's learner."""
-        return self._learner_class
-
     def learner_can(self, capability: str) -> bool:
         """Whether the streams' learners can do ``capability``
         (``edgelearn.learners.base.CAPABILITIES``)."""

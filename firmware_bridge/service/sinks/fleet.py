@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from edgelearn.constraints import Boolean, Interval, Text
+from edgelearn.learners.registry import learner_class
 from edgelearn.state import CheckpointError, load_checkpoint, save_checkpoint
 
 from ..settings import ID_TEXT, Section, Setting
@@ -75,10 +76,10 @@ class FleetSink(Sink):
 
         self.exchange = contributions
         pipeline = host.pipeline
+        self.kind = learner_class(pipeline.learner_kind)
         if not pipeline.learner_can("merge"):
             raise ValueError(f"[fleet] enabled needs a learner that can merge (active_arow, paacds: binary; pa). "
-                             f"Got {pipeline.learner_class.__name__}.")
-        self.kind = pipeline.learner_class
+                             f"Got {self.kind.__name__}.")
         self.group_name = settings["group"]
         self.pattern = settings["streams"]
         self.interval_s = float(settings["interval_seconds"])
