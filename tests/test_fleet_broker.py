@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import msgpack
@@ -200,3 +201,42 @@ def test_the_fleet_with_a_learner_that_cannot_merge_is_refused_at_the_start(tmp_
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == ("edgelearn gateway: error: [fleet] enabled needs a learner that can merge "
                                      "(active_arow, paacds: binary; pa). Got SynthesisNB.")
+
+
+def test_the_example_acl_lets_each_gateway_write_only_its_own_fleet_topic(tmp_path):
+    # configs/mosquitto-acl.example's gateway block, for two gateways gw1 and gw2
+    acl = (ROOT / "configs" / "mosquitto-acl.example").read_text()
+    block = acl[acl.index("user edgelearn-gw1"):].split("\n\n")[0]
+    assert "topic write edgelearn/fleet/default/gw1" in block
+    (tmp_path / "acl").write_text(acl + "\n" + block.replace("gw1", "gw2") + "\n")
+    passwd = tmp_path / "passwd"
+    for n, user in enumerate(("edgelearn-gw1", "edgelearn-gw2")):
+        subprocess.run(["mosquitto_passwd", "-b", *(["-c"] if n == 0 else []), str(passwd), user, "secret"],
+                       check=True, timeout=30)
+    broker = Broker(tmp_path / "broker", extra=f"password_file {passwd}\nacl_file {tmp_path / 'acl'}\n")
+    broker.config.write_text(broker.config.read_text().replace("allow_anonymous true", "allow_anonymous false"))
+    broker.start()
+    heard: list[str] = []
+    clients = []
+    try:
+        for user in ("edgelearn-gw1", "edgelearn-gw2"):
+            client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=user)
+            client.username_pw_set(user, "secret")
+            client.connect("127.0.0.1", broker.port)
+            client.loop_start()
+            clients.append(client)
+        gw1, gw2 = clients
+        gw2.on_message = lambda client, userdata, message: heard.append(message.topic)
+        gw2.subscribe("edgelearn/fleet/default/+", 1)
+        wait_until(lambda: gw1.is_connected() and gw2.is_connected(), 10, "both gateways connected")
+        time.sleep(0.5)  # the subscription is in place
+        gw1.publish("edgelearn/fleet/default/gw2", b"speaking for gw2", 1).wait_for_publish(10)
+        gw1.publish("edgelearn/fleet/default/gw1", b"its own", 1).wait_for_publish(10)
+        wait_until(lambda: "edgelearn/fleet/default/gw1" in heard, 10, "gw1's own contribution")
+        time.sleep(0.5)
+        assert heard == ["edgelearn/fleet/default/gw1"]
+    finally:
+        for client in clients:
+            client.loop_stop()
+            client.disconnect()
+        broker.stop()
