@@ -24,6 +24,7 @@ SINKS: dict[str, str] = {
     "status_json": ".status_json:StatusJson",
     "homeassistant": ".homeassistant:HomeAssistantSink",
     "prometheus": ".prometheus:PrometheusSink",
+    "fleet": ".fleet:FleetSink",
 }
 
 
