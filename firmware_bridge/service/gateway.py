@@ -42,6 +42,7 @@ import paho.mqtt
 import edgelearn
 
 from .checkpoints import CheckpointStore
+from .clocks import CLOCK_STEP_S, WallClockWatch
 from .journal import JOURNAL_NAME, LabelJournal, replay
 from .config import GatewayConfig
 from .counters import CounterRegistry
@@ -98,6 +99,9 @@ class Gateway:
         self.config = config
         self.notifier = SystemdNotifier() if notifier is None else notifier
         self._clock = clock
+        # Durations on the monotonic clock, the wall clock for what is shown
+        # (firmware_bridge.service.clocks).
+        self._started = clock()
         self.started_at = time.time()
         self.status_topic = config.topics.status(config.gateway_id)
         self.pipeline = config.make_pipeline(clock)
@@ -115,6 +119,11 @@ class Gateway:
         self._checkpoint_errors = counter(
             "checkpoint_errors", "stream checkpoints that could not be written", problem=True)
         self._status_published = counter("status_published", "status messages published")
+        self._clock_steps = counter(
+            "clock_steps", f"steps of the wall clock by more than {CLOCK_STEP_S:g} s "
+            "(durations are on the monotonic clock; recorded timestamps jump)")
+        self._wall_clock = WallClockWatch(self._started,
+                                          on_step=lambda step: self._clock_steps.inc())
         # (message, paho info of its last output) of processed, unacknowledged messages.
         self._unacked: collections.deque[tuple[InboundMessage, Any]] = collections.deque()
         self._journal_errors = counter(
@@ -150,7 +159,7 @@ class Gateway:
         outbound = [sink.on_outbound for sink in by_event["outbound"]]
         # The per-message path calls the one outbound sink directly (the MQTT outputs).
         self._on_outbound = outbound[0] if len(outbound) == 1 else _fan_out(outbound)
-        self._last_checkpoint_at = self.started_at
+        self._last_checkpoint = self._started  # monotonic
         subscriptions = config.topics.inbound_filters() + tuple(self._sink_topics)
         self.bridge = MqttBridge(
             config.mqtt,
@@ -267,7 +276,7 @@ class Gateway:
         if self.journal is not None and not failed:
             self.journal.truncate()
         if written:
-            self._last_checkpoint_at = time.time()
+            self._last_checkpoint = self._clock()
         return written
 
     # -- status ----------------------------------------------------------------------
@@ -296,7 +305,9 @@ class Gateway:
             "gateway": self.config.gateway_id,
             "pid": os.getpid(),
             "time": time.time(),
-            "uptime_s": time.time() - self.started_at,
+            "started_at": self.started_at,
+            "uptime_s": self.uptime_s(),
+            "checkpoint_age_s": self.checkpoint_age_s(),
             "connected": self.bridge.connected,
             "version": {
                 "edgelearn": edgelearn.__version__,
@@ -359,14 +370,24 @@ class Gateway:
         return {
             "memory_bytes": ("the fixed memory budget by part", self.memory(), "part"),
             "connected": ("1 while both MQTT links are up", self.bridge.connected, None),
-            "uptime_seconds": ("seconds since the start", time.time() - self.started_at, None),
+            "uptime_seconds": ("seconds since the start (monotonic clock)", self.uptime_s(),
+                               None),
             "checkpoint_age_seconds": (
-                "seconds since a checkpoint was last written (or since the start)",
-                time.time() - self._last_checkpoint_at, None),
+                "seconds since a checkpoint was last written (or since the start; "
+                "monotonic clock)", self.checkpoint_age_s(), None),
             "queue_length": ("inbound messages waiting for the worker",
                              len(self.bridge.inbound), None),
             "streams": ("streams served", len(self.pipeline.streams), None),
         }
+
+    def uptime_s(self) -> float:
+        """Seconds since the start, on the monotonic clock."""
+        return self._clock() - self._started
+
+    def checkpoint_age_s(self) -> float:
+        """Seconds since a checkpoint was last written (or since the start), on the
+        monotonic clock."""
+        return self._clock() - self._last_checkpoint
 
     # -- the worker ------------------------------------------------------------------
 
@@ -477,6 +498,7 @@ class Gateway:
 
     def _housekeeping(self, now: float) -> None:
         self._next_housekeeping = now + TICK_SECONDS
+        self._wall_clock.check(now)
         notifier = self.notifier
         if notifier.watchdog_interval_s is not None and now >= self._next_watchdog:
             notifier.notify("WATCHDOG=1")
