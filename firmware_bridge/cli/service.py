@@ -96,6 +96,8 @@ def run_gateway(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if getattr(args, "check_config", False):
         print(f"{args.config}: ok")
+        for warning in config.warnings():
+            print(f"edgelearn gateway: warning: {warning}", file=sys.stderr)
         return 0
     if not logging.getLogger().handlers:
         logging.basicConfig(

@@ -374,6 +374,23 @@ class GatewayConfig:
         return Pipeline(self.learner_kind, self.learner_params, label_policy="request",
                         clock=clock, **self.pipeline_params())
 
+    def warnings(self) -> list[str]:
+        """What this configuration cannot guarantee, one sentence each (``edgelearn
+        gateway --check-config`` prints them, the gateway logs them at its start)."""
+        found = []
+        if self["mqtt.protocol"] != "MQTTv5":
+            found.append(
+                f'[mqtt] protocol = "{self["mqtt.protocol"]}": the broker cannot say that it '
+                "refused a publish (an MQTT 3.1.1 PUBACK has no reason code; mosquitto "
+                "acknowledges a publish its ACL denies and drops it), so refused "
+                'predictions, label requests and status go uncounted; "MQTTv5" counts them '
+                "(docs/reliability.md, Refused publishes)")
+        if self["mqtt.prediction_qos"] == 0:
+            found.append(
+                "[mqtt] prediction_qos = 0: predictions get no acknowledgement, so a "
+                "prediction the broker refuses or loses goes uncounted (docs/reliability.md)")
+        return found
+
     def make_recorder(self) -> LogWriter | None:
         """The raw message log, if ``[recorder] enabled``."""
         if not self["recorder.enabled"]:

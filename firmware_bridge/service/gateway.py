@@ -43,6 +43,7 @@ import edgelearn
 
 from .checkpoints import CheckpointStore
 from .clocks import CLOCK_STEP_S, WallClockWatch
+from .refusals import DEGRADED_HOLD_S, PublishRefusals
 from .journal import JOURNAL_NAME, LabelJournal, replay
 from .config import GatewayConfig
 from .counters import CounterRegistry
@@ -122,6 +123,11 @@ class Gateway:
         self._clock_steps = counter(
             "clock_steps", f"steps of the wall clock by more than {CLOCK_STEP_S:g} s "
             "(durations are on the monotonic clock; recorded timestamps jump)")
+        self.refusals = PublishRefusals(
+            self.registry, config.topics, clock=clock,
+            log_interval_s=config.reject_log_interval_s,
+            hold_s=max(DEGRADED_HOLD_S, 2 * config.status_interval_s),
+            on_first=self._mark_status_changed)
         self._wall_clock = WallClockWatch(self._started,
                                           on_step=lambda step: self._clock_steps.inc())
         # (message, paho info of its last output) of processed, unacknowledged messages.
@@ -170,6 +176,7 @@ class Gateway:
             config.inbound_queue_length,
             on_connection_change=self._mark_status_changed,
             clock=clock,
+            on_publish_refused=self.refusals.refused,
         )
         self.registry.register("bridge", self.bridge.counters,
                                problems=_PROBLEM_BRIDGE_COUNTERS, gauges=("outgoing_pending",))
@@ -309,6 +316,8 @@ class Gateway:
             "uptime_s": self.uptime_s(),
             "checkpoint_age_s": self.checkpoint_age_s(),
             "connected": self.bridge.connected,
+            "health": "degraded" if self.refusals.degraded_by() else "ok",
+            "degraded_by": self.refusals.degraded_by(),
             "version": {
                 "edgelearn": edgelearn.__version__,
                 "paho_mqtt": paho.mqtt.__version__,
@@ -370,6 +379,8 @@ class Gateway:
         return {
             "memory_bytes": ("the fixed memory budget by part", self.memory(), "part"),
             "connected": ("1 while both MQTT links are up", self.bridge.connected, None),
+            "degraded": ("1 while the gateway is up but degraded (a publish refused in the "
+                         "last minute)", int(bool(self.refusals.degraded_by())), None),
             "uptime_seconds": ("seconds since the start (monotonic clock)", self.uptime_s(),
                                None),
             "checkpoint_age_seconds": (
@@ -611,6 +622,8 @@ class Gateway:
             self.config.learner_kind,
             ", ".join(f"{host}:{port}" for host, port in self.bridge.addresses),
         )
+        for warning in self.config.warnings():
+            logger.warning("configuration: %s", warning)
 
     def request_stop(self) -> None:
         """Ask the gateway to stop (safe from signal handlers and other threads)."""
