@@ -177,3 +177,79 @@ def test_mqtt_3_1_1_is_warned_about_by_check_config_and_at_start(tmp_path, broke
     gateway.wait_online(observer)
     assert gateway.terminate() == 0
     assert 'configuration: [mqtt] protocol = "MQTTv311"' in gateway.log.read_text()
+
+
+def _ask(publisher, observer, stream: str, n: int) -> list[dict]:
+    """Publish ``n`` readings on ``stream``; the label requests they caused."""
+    for seq in range(n):
+        publisher.publish(TOPICS.data(stream), encode_data(float(seq), seq, {
+            "a": float(seq % 7), "b": float(seq % 3) - 1.0}))
+    wait_until(lambda: len(observer.seen(stream)) == n, 30, "the predictions")
+    time.sleep(0.5)
+    return [request for s, request in observer.requests if s == stream]
+
+
+def test_pending_label_requests_survive_a_clean_restart(broker, gateways, observer_factory):
+    observer = observer_factory(broker.port)
+    publisher = observer_factory(broker.port, client_id="publisher", subscribe=("none",))
+    gateway = gateways(broker.port, target_query_rate=1.0)
+    gateway.start()
+    gateway.wait_online(observer)
+    requests = _ask(publisher, observer, "p1", 30)
+    assert len(requests) >= 10
+    assert observer.status()["counters"]["label_pending"] == len(requests)
+    assert gateway.terminate() == 0
+    assert (f"label requests: {len(requests)} pending request(s) kept for the next start"
+            in gateway.log.read_text())
+
+    restarted = gateways(broker.port, target_query_rate=1.0)  # the same state directory
+    restarted.start()
+    status = restarted.wait_online(observer)
+    assert status["checkpoints"]["pending_labels"] == {
+        "restored": len(requests), "expired": 0, "evicted": 0, "problem": None}
+    learned = status["streams"]["p1"]["learned"]
+    for request in requests:
+        publisher.publish(TOPICS.label("p1"), encode_label(request["req"], request["seq"] % 7 > 3))
+    # An id this gateway never issued, and a duplicate of an answered one.
+    publisher.publish(TOPICS.label("p1"), encode_label("gwtest-0-0123456789abcdef", True))
+    wait_until(lambda: observer.status()["counters"]["label_unknown_request"] == 1, 30,
+               "the forged answer counted")
+    publisher.publish(TOPICS.label("p1"), encode_label(requests[0]["req"], True))
+    wait_until(lambda: observer.status()["counters"]["label_duplicate"] == 1, 30,
+               "the duplicate counted")
+    status = observer.status()
+    assert status["streams"]["p1"]["learned"] == learned + len(requests)
+    counters = status["counters"]
+    assert counters["label_restored"] == len(requests)
+    assert counters["label_answered"] == len(requests)
+    assert counters["label_expired"] == 0 and counters["label_pending"] == 0
+    assert restarted.terminate() == 0
+
+
+def test_requests_whose_ttl_ran_out_while_stopped_count_as_expired_not_forged(
+    broker, gateways, observer_factory
+):
+    observer = observer_factory(broker.port)
+    publisher = observer_factory(broker.port, client_id="publisher", subscribe=("none",))
+    extra = "[labels]\nttl_seconds = 3.0\n"
+    gateway = gateways(broker.port, extra=extra, target_query_rate=1.0)
+    gateway.start()
+    gateway.wait_online(observer)
+    requests = _ask(publisher, observer, "p2", 10)
+    assert requests
+    assert gateway.terminate() == 0
+    time.sleep(4.0)  # away for longer than the TTL left
+    restarted = gateways(broker.port, extra=extra, target_query_rate=1.0)
+    restarted.start()
+    status = restarted.wait_online(observer)
+    report = status["checkpoints"]["pending_labels"]
+    # Each request expired before the stop (then its id was kept as closed) or while
+    # the gateway was away (then it was closed at the start): none is pending.
+    assert report["restored"] == 0 and report["evicted"] == 0 and report["problem"] is None
+    for request in requests:
+        publisher.publish(TOPICS.label("p2"), encode_label(request["req"], True))
+    wait_until(lambda: observer.status()["counters"]["label_expired"] == len(requests), 30,
+               "the late answers counted as expired")
+    counters = observer.status()["counters"]
+    assert counters["label_unknown_request"] == 0
+    assert restarted.terminate() == 0

@@ -45,6 +45,7 @@ from .checkpoints import CheckpointStore
 from .clocks import CLOCK_STEP_S, WallClockWatch
 from .refusals import DEGRADED_HOLD_S, PublishRefusals
 from .journal import JOURNAL_NAME, LabelJournal, replay
+from .pending_store import keep_pending, restore_pending
 from .config import GatewayConfig
 from .counters import CounterRegistry
 from .mqtt import InboundMessage, MqttBridge
@@ -74,7 +75,7 @@ _OUTGOING_MESSAGE_BYTES = 1024
 
 NORMAL_PIPELINE_COUNTERS = frozenset({
     "messages", "data", "label_messages", "predictions", "asked", "label_requests",
-    "learned", "rejected", "label_issued", "label_answered", "label_pending",
+    "learned", "rejected", "label_issued", "label_answered", "label_pending", "label_restored",
 })
 """The pipeline's counters that count work, not problems (every other one, a reject
 reason or an expired label, is a problem ``edgelearn status`` shows when not zero)."""
@@ -124,10 +125,8 @@ class Gateway:
             "clock_steps", f"steps of the wall clock by more than {CLOCK_STEP_S:g} s "
             "(durations are on the monotonic clock; recorded timestamps jump)")
         self.refusals = PublishRefusals(
-            self.registry, config.topics, clock=clock,
-            log_interval_s=config.reject_log_interval_s,
-            hold_s=max(DEGRADED_HOLD_S, 2 * config.status_interval_s),
-            on_first=self._mark_status_changed)
+            self.registry, config.topics, clock=clock, log_interval_s=config.reject_log_interval_s,
+            hold_s=max(DEGRADED_HOLD_S, 2 * config.status_interval_s), on_first=self._mark_status_changed)
         self._wall_clock = WallClockWatch(self._started,
                                           on_step=lambda step: self._clock_steps.inc())
         # (message, paho info of its last output) of processed, unacknowledged messages.
@@ -148,6 +147,9 @@ class Gateway:
             self.registry.register(
                 "checkpoints", lambda: {"checkpoint_bytes": self.checkpoints.bytes_written},
                 docs={"checkpoint_bytes": "bytes of checkpoints written"})
+            # Before the journal's first checkpoint round, which writes labels.pending.
+            self.checkpoints.report["pending_labels"] = restore_pending(
+                config.checkpoint_dir, self.pipeline, logger)
         if config.journal_enabled:
             self._open_journal()
         self.recorder = config.make_recorder()
@@ -265,10 +267,10 @@ class Gateway:
                 self._log.warning("checkpoint_error", "stream %r: %s", stream, exc)
         return layout
 
-    def checkpoint(self) -> int:
-        """Write the checkpoint of every stream that changed since its last one; return
-        how many were written. Worker thread, or main thread after the worker stopped.
-        """
+    def checkpoint(self, final: bool = False) -> int:
+        """Write the checkpoint of every stream that changed since its last one, then
+        (if all were written) the pending label requests; return how many checkpoints
+        were written. Worker thread, or main thread after the worker stopped."""
         if self.checkpoints is None:
             return 0
         written, failed = self.checkpoints.save_changed(self.pipeline)
@@ -282,6 +284,8 @@ class Gateway:
         self._checkpoints_written.inc(written)
         if self.journal is not None and not failed:
             self.journal.truncate()
+        if not failed:
+            keep_pending(self.config.checkpoint_dir, self.pipeline, logger, final)
         if written:
             self._last_checkpoint = self._clock()
         return written
@@ -381,8 +385,7 @@ class Gateway:
             "connected": ("1 while both MQTT links are up", self.bridge.connected, None),
             "degraded": ("1 while the gateway is up but degraded (a publish refused in the "
                          "last minute)", int(bool(self.refusals.degraded_by())), None),
-            "uptime_seconds": ("seconds since the start (monotonic clock)", self.uptime_s(),
-                               None),
+            "uptime_seconds": ("seconds since the start (monotonic clock)", self.uptime_s(), None),
             "checkpoint_age_seconds": (
                 "seconds since a checkpoint was last written (or since the start; "
                 "monotonic clock)", self.checkpoint_age_s(), None),
@@ -587,7 +590,7 @@ class Gateway:
         if left:
             logger.warning("%d message(s) left unacknowledged; the broker delivers them "
                            "again at the next start", left)
-        self.checkpoint()
+        self.checkpoint(final=True)
         if self.checkpoints is not None and not self.checkpoint_failures:
             try:
                 self.checkpoints.mark_clean_stop()

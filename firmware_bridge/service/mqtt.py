@@ -255,7 +255,7 @@ class MqttBridge:
         # paho's outgoing tables (messages by mid, packets not yet written), which it
         # creates once and only ever clears in place; it has no public accessor for
         # them: outgoing_pending() counts them, a refused publish's topic is found there.
-        self._out_messages, self._out_packet = out._out_messages, out._out_packet
+        self._out_messages, self._out_packet = _paho_tables(out)
         out.on_connect = self._on_out_connect
         out.on_disconnect = self._on_out_disconnect
         if self._v5:  # MQTT 3.1.1 has no reason codes to look at
@@ -682,6 +682,11 @@ def read_retained(settings: MqttSettings, topic: str, timeout: float) -> bytes |
         raise ConnectionError(
             f"{settings.host}:{settings.port} refused the connection: {refused[0]}")
     return received[0] if received else None
+
+
+def _paho_tables(client: paho.Client) -> tuple[Any, Any]:
+    """paho's outgoing messages by mid and packets not yet written (no public accessor)."""
+    return client._out_messages, client._out_packet
 
 
 def _ignore(*_: Any) -> None:
