@@ -253,3 +253,40 @@ def test_requests_whose_ttl_ran_out_while_stopped_count_as_expired_not_forged(
     counters = observer.status()["counters"]
     assert counters["label_unknown_request"] == 0
     assert restarted.terminate() == 0
+
+
+def test_an_allow_list_keeps_hostile_stream_names_out_across_a_restart(
+    broker, gateways, observer_factory
+):
+    observer = observer_factory(broker.port)
+    publisher = observer_factory(broker.port, client_id="publisher", subscribe=("none",))
+    # First without the allow-list: hostile names take slots and get checkpoints.
+    gateway = gateways(broker.port)
+    gateway.start()
+    gateway.wait_online(observer)
+    for n in range(3):
+        publisher.publish(TOPICS.data(f"evil{n}"), encode_data(0.0, 0, {"a": 1.0}))
+    wait_until(lambda: len(observer.status()["streams"]) == 3, 30, "the hostile streams")
+    assert gateway.terminate() == 0
+    # Then with it: their checkpoints are not restored, 200 further names are refused
+    # and counted, and the legitimate stream gets a slot.
+    allowed = gateways(broker.port)
+    allowed.config.write_text(allowed.config.read_text().replace(
+        "max_streams = 8\n", 'max_streams = 8\nstream_pattern = "office-[0-9]+"\n'))
+    allowed.start()
+    status = allowed.wait_online(observer)
+    assert status["checkpoints"]["restored"] == []
+    assert status["checkpoints"]["not_allowed"] == ["evil0", "evil1", "evil2"]
+    for n in range(200):
+        publisher.publish(TOPICS.data(f"x{n}"), encode_data(0.0, 0, {"a": 1.0}))
+    publisher.publish(TOPICS.data("office-1"), encode_data(0.0, 0, {"a": 1.0}))
+    wait_until(lambda: observer.status()["counters"]["stream_not_allowed"] == 200
+               and "office-1" in observer.status()["streams"], 30, "the refusals counted")
+    status = observer.status()
+    assert list(status["streams"]) == ["office-1"]
+    assert status["counters"]["too_many_streams"] == 0
+    assert "stream_not_allowed" in status["counter_problems"]
+    assert allowed.terminate() == 0
+    log = allowed.log.read_text()
+    assert "stream_not_allowed: stream 'x0' is not allowed" in log
+    assert "3 checkpoint(s) of streams [gateway] stream_pattern does not allow" in log

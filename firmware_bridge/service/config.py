@@ -112,6 +112,11 @@ _SERVICE: dict[str, Section] = {
             Most streams served (1 to 100000); data for a further stream is counted
             ("too_many_streams") and dropped. Each stream holds one learner (see
             [learner])."""),
+        "stream_pattern": feed(Pipeline, "stream_pattern", Text(0, 1000), """
+            Allow-list of stream names: a regular expression (Python's re) a new
+            stream's name must match as a whole, e.g. "office-[0-9]+"; "" serves any
+            name. Data for another stream is counted ("stream_not_allowed") and dropped
+            before it can take a slot, and its checkpoint is not restored."""),
         "inbound_queue_length": Setting(Interval(int, 1, 1_000_000), """
             Inbound messages received and waiting for the worker (1 to 1000000). When the
             queue is full the gateway stops reading from the broker, so TCP pushes back
@@ -435,7 +440,7 @@ def load_config(
 
     >>> config, errors = load_config(None, {"mqtt.port": 70000, "gateway.idd": "x"})
     >>> config is None, errors
-    (True, ['[gateway] unknown key idd (known: id, max_streams, inbound_queue_length, status_interval_seconds, reject_log_interval_seconds)', "The 'port' parameter of [mqtt] must be an int in [1, 65535]. Got 70000."])
+    (True, ['[gateway] unknown key idd (known: id, max_streams, stream_pattern, inbound_queue_length, status_interval_seconds, reject_log_interval_seconds)', "The 'port' parameter of [mqtt] must be an int in [1, 65535]. Got 70000."])
     """
     where = "" if path is None else os.fspath(path)
     raw: dict[str, Any] = {}
@@ -621,7 +626,8 @@ def _build(
         try:
             Pipeline(kind, learner_params, topics=topics, limits=limits, **pipeline_params)
         except (ValueError, TypeError) as exc:
-            section = "limits" if "limits" in str(exc) else "learner.params"
+            section = ("limits" if "limits" in str(exc) else "gateway"
+                       if "stream_pattern" in str(exc) else "learner.params")
             errors.append(f"[{section}] {exc}")
     if errors:
         return None
