@@ -143,6 +143,11 @@ def _refused(broker, gateways, observer_factory):
     assert {"publish_refused_prediction", "publish_refused_label_request"} <= set(
         status["counter_problems"])
     assert not observer.seen("r1") and not observer.requests  # the broker did refuse them
+    shown = subprocess.run(
+        [sys.executable, "-m", "firmware_bridge", "status", "--broker",
+         f"127.0.0.1:{broker.port}", "--gateway-id", "gwtest"], cwd=ROOT, env=gateway.env,
+        capture_output=True, text=True, timeout=60)
+    assert "gateway gwtest: online, degraded (publish_refused)" in shown.stdout, shown
     metrics = _metrics(metrics_port)
     assert metrics["edgelearn_publish_refused_prediction"] == n
     assert metrics["edgelearn_degraded"] == 1
