@@ -202,7 +202,8 @@ def test_pending_label_requests_survive_a_clean_restart(broker, gateways, observ
     gateway.wait_online(observer)
     requests = _ask(publisher, observer, "p1", 30)
     assert len(requests) >= 10
-    assert observer.status()["counters"]["label_pending"] == len(requests)
+    wait_until(lambda: observer.status()["counters"]["label_pending"] == len(requests), 30,
+               "a status counting every request pending")
     assert gateway.terminate() == 0
     assert (f"label requests: {len(requests)} pending request(s) kept for the next start"
             in gateway.log.read_text())
