@@ -100,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for process in bench.processes:
             bench.stop(process)
+        outputs.close()
         broker.terminate()
         broker.wait(10)
     print(f"best of {args.repeat}: base ({args.base}) {best['base']:.2f} µs/message, "
