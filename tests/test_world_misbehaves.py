@@ -213,6 +213,7 @@ def test_pending_label_requests_survive_a_clean_restart(broker, gateways, observ
     status = restarted.wait_online(observer)
     assert status["checkpoints"]["pending_labels"] == {
         "restored": len(requests), "expired": 0, "evicted": 0, "problem": None}
+    assert not (restarted.state / "labels.pending").exists()  # taken once, not again
     learned = status["streams"]["p1"]["learned"]
     for request in requests:
         publisher.publish(TOPICS.label("p1"), encode_label(request["req"], request["seq"] % 7 > 3))

@@ -14,6 +14,11 @@ counts it, so the jump in recorded timestamps is explained.
 (0.0, 8000.0)
 >>> steps
 [8000.0]
+
+Against a simulation's clock (not the system's monotonic one) it watches nothing:
+
+>>> WallClockWatch(0.0, monotonic=lambda: 0.0).check(3600.0)
+0.0
 """
 
 from __future__ import annotations
@@ -37,16 +42,23 @@ class WallClockWatch:
     more than :data:`CLOCK_STEP_S` is logged (every one: steps are rare and no client
     can cause one) and handed to ``on_step`` (the gateway's counter)."""
 
-    __slots__ = ("_wall", "_offset", "_on_step")
+    __slots__ = ("_wall", "_offset", "_on_step", "_watching")
 
     def __init__(self, now: float, *, wall: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic,
                  on_step: Callable[[float], None] | None = None):
+        # Against another clock than the system's monotonic one (a simulation's,
+        # tools/measure_writes.py) there is nothing to compare, unless the wall clock
+        # is injected too (a test's).
+        self._watching = monotonic is time.monotonic or wall is not time.time
         self._wall = wall
         self._offset = wall() - now
         self._on_step = on_step
 
     def check(self, now: float) -> float:
         """The step since the last check (``now`` is monotonic), 0.0 if none."""
+        if not self._watching:
+            return 0.0
         wall = self._wall()
         offset = wall - now
         step = offset - self._offset

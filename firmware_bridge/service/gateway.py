@@ -127,7 +127,7 @@ class Gateway:
         self.refusals = PublishRefusals(
             self.registry, config.topics, clock=clock, log_interval_s=config.reject_log_interval_s,
             hold_s=max(DEGRADED_HOLD_S, 2 * config.status_interval_s), on_first=self._mark_status_changed)
-        self._wall_clock = WallClockWatch(self._started,
+        self._wall_clock = WallClockWatch(self._started, monotonic=clock,
                                           on_step=lambda step: self._clock_steps.inc())
         # (message, paho info of its last output) of processed, unacknowledged messages.
         self._unacked: collections.deque[tuple[InboundMessage, Any]] = collections.deque()
@@ -268,9 +268,9 @@ class Gateway:
         return layout
 
     def checkpoint(self, final: bool = False) -> int:
-        """Write the checkpoint of every stream that changed since its last one, then
-        (if all were written) the pending label requests; return how many checkpoints
-        were written. Worker thread, or main thread after the worker stopped."""
+        """Write the checkpoint of every stream that changed since its last one (and,
+        ``final`` at a clean stop, if all were written, the pending label requests);
+        return how many were written. Worker thread, or main thread after the worker."""
         if self.checkpoints is None:
             return 0
         written, failed = self.checkpoints.save_changed(self.pipeline)
@@ -284,8 +284,8 @@ class Gateway:
         self._checkpoints_written.inc(written)
         if self.journal is not None and not failed:
             self.journal.truncate()
-        if not failed:
-            keep_pending(self.config.checkpoint_dir, self.pipeline, logger, final)
+        if final and not failed:
+            keep_pending(self.config.checkpoint_dir, self.pipeline, logger)
         if written:
             self._last_checkpoint = self._clock()
         return written

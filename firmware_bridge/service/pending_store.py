@@ -1,20 +1,23 @@
 """Pending label requests kept across a restart: ``labels.pending`` in the checkpoint directory.
 
 A label request announces a TTL (an hour by default); a person may answer it after
-the gateway was restarted for an upgrade. So after every checkpoint round that wrote
-every changed stream, and at a clean stop, the gateway writes its pending requests
+the gateway was restarted for an upgrade. So at a clean stop whose final checkpoint
+round wrote every changed stream, the gateway writes its pending requests
 (their id, stream, seq, the features the learner saw, the prediction, and the TTL
 left on the monotonic clock) and the ids of recently closed ones; at the next start
 they are restored (:meth:`~firmware_bridge.pipeline.pending.PendingLabels.restore`)
 on top of the checkpoints, less the time the gateway was away (measured by the wall
 clock, counted as 0 if it stepped back), so an answer within the announced TTL is
-learned whenever it arrives. A request of a stream that was not restored, or whose TTL
+learned whenever it arrives; the file is then removed, so a later crash cannot bring
+back requests of two runs ago. (Only at the stop: written every checkpoint round, the
+closed ids alone would add some 50 KB a round to the card's writes. After a crash the
+pending requests are lost, as the acknowledged readings that caused them are.) A request of a stream that was not restored, or whose TTL
 ran out while the gateway was away, is closed as expired: its answer counts as
 ``label_expired``, apart from ``label_unknown_request`` (ids this gateway never
 issued, or issued after the last write before a crash). Bounded by the table's
 capacity (``[labels]``).
 
-The features are written after the round that checkpointed their streams, so their
+The features are written after the final round checkpointed their streams, so their
 slots mean what the restored channel maps say.
 
 Format: a msgpack map ``{"format": "edgelearn-pending", "version": 1, "body": bin,
@@ -112,6 +115,11 @@ def restore_pending(directory: str, pipeline: Any, log: Any) -> dict[str, Any]:
         report["problem"] = str(exc)
         log.warning("pending label requests not restored: %s", exc)
         return report
+    finally:
+        try:
+            os.remove(path)  # taken (or unusable): a later start must not take it again
+        except OSError:
+            pass
     gone = {row[1] for row in pending} - set(pipeline.streams)
     report.update(pipeline.labels.restore(pending, closed, gone, time.time() - saved_at))
     log.info("label requests: %d pending request(s) of the last run restored, %d expired "
@@ -120,15 +128,13 @@ def restore_pending(directory: str, pipeline: Any, log: Any) -> dict[str, Any]:
     return report
 
 
-def keep_pending(directory: str, pipeline: Any, log: Any, final: bool = False) -> None:
-    """Write ``pipeline``'s pending label requests to ``labels.pending`` (after a
-    checkpoint round that wrote every changed stream; ``final`` at a clean stop, which
-    says so in the log)."""
+def keep_pending(directory: str, pipeline: Any, log: Any) -> None:
+    """Write ``pipeline``'s pending label requests to ``labels.pending`` (at a clean
+    stop, after a final checkpoint round that wrote every changed stream), and log it."""
     try:
         written = save_pending(os.path.join(directory, PENDING_NAME), pipeline.labels)
     except (OSError, TypeError, ValueError) as exc:
         log.warning("pending label requests not written: %s", exc)
         return
-    if final:
-        log.info("label requests: %d pending request(s) kept for the next start (%s)",
-                 written, PENDING_NAME)
+    log.info("label requests: %d pending request(s) kept for the next start (%s)",
+             written, PENDING_NAME)
