@@ -31,6 +31,7 @@ demo: setup
 test: setup
 	sh tools/ensure_mosquitto.sh
 	sh tools/ensure_nats.sh
+	sh tools/ensure_faketime.sh
 	$(PY) -m pytest -q
 
 test-aarch64: setup

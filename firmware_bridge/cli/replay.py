@@ -194,7 +194,7 @@ def _replay_records(records, total: int, unit: str, names: list[str], args, para
             except OSError as exc:
                 raise CliError(f"--curve: cannot write {args.curve}: {exc.strerror or exc}") from None
         curves = CurveRecorder(pipeline, curve_file, window=args.window)
-    from firmware_bridge.offline.replay import replay_records
+    from firmware_bridge.offline.replay import replay_records, unchecked_logs
 
     progress = Progress(total, "messages", not args.quiet)
     position = {"done_before": 0, "current": None}  # bytes of the files already read
@@ -235,6 +235,15 @@ def _replay_records(records, total: int, unit: str, names: list[str], args, para
             ) + f", {count:,} messages"
         plot_curves(curves, str(args.plot), title=title)
         pictures["plot"] = str(args.plot)
+    unchecked = unchecked_logs(names, pipeline) if unit == "bytes" else []
+    for log in unchecked:
+        bad = log["undecodable"]
+        print(f"edgelearn replay: warning: {log['path']} is a format-1 log (no checksums): "
+              f"{sum(bad.values()):,} of {log['records']:,} records undecodable"
+              + (f" ({', '.join(f'{k} {v:,}' for k, v in sorted(bad.items()))}; among the "
+                 "rejects: damage or messages the gateway rejected live)" if bad else "")
+              + "; a damaged record that still decodes (a changed value, name or topic) "
+              "cannot be detected in this format", file=sys.stderr)
     status = pipeline.status()
     streams = {}
     for name, s in status["streams"].items():
@@ -258,6 +267,7 @@ def _replay_records(records, total: int, unit: str, names: list[str], args, para
         "rejected": counters["rejected"],
         "rejects": {k: v for k, v in counters.items() if v and k not in _NOT_REJECTS and k != "rejected"},
         "paths": result["paths"],
+        "unchecked_logs": unchecked,
         "seconds": seconds,
         "messages_per_s": count / seconds if seconds > 0 else float("inf"),
         **({"files": pictures} if pictures else {}),

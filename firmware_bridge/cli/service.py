@@ -96,6 +96,8 @@ def run_gateway(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if getattr(args, "check_config", False):
         print(f"{args.config}: ok")
+        for warning in config.warnings():
+            print(f"edgelearn gateway: warning: {warning}", file=sys.stderr)
         return 0
     if not logging.getLogger().handlers:
         logging.basicConfig(
@@ -144,7 +146,9 @@ def add_status_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
 def print_status(status: dict) -> None:
     counters = status.get("counters", {})
     memory = status.get("memory", {})
+    degraded = status.get("degraded_by") or ()
     print(f"gateway {status.get('gateway')}: {status.get('state')}, "
+          + (f"degraded ({', '.join(degraded)}), " if degraded else "") +
           f"{'connected' if status.get('connected') else 'not connected'}, "
           f"up {status.get('uptime_s', 0):,.0f} s, pid {status.get('pid')}")
     print(f"messages {counters.get('messages', 0):,}  predictions "

@@ -43,8 +43,8 @@ import numpy as np
 from ..wire.bulk_decode import REC_BATCH, REC_PYTHON, FastDecoder
 from ..pipeline.rows import run_jitted, run_per_message
 from ..pipeline import Pipeline
-from ..wire import DataBatch, DataMessage, check_stream_id, parse_message
-from ..wire.logfile import LogFiles, LogRecord, read_log
+from ..wire import DataBatch, DataMessage, Reject, check_stream_id, parse_message
+from ..wire.logfile import LogError, LogFiles, LogRecord, read_header, read_log
 
 __all__ = ["JITTED_KINDS", "jitted_path", "replay_records"]
 
@@ -59,6 +59,32 @@ CHUNK = 65_536
 #: The label policies under which no label request is ever issued, so a stream's
 #: learning depends on its own messages only.
 _OFFLINE_POLICIES = ("from_data", "all")
+
+
+def unchecked_logs(paths: Iterable[str], pipeline: Pipeline) -> list[dict]:
+    """The format-1 logs among ``paths`` (records without checksums), each with its
+    ``records`` and the ``undecodable`` ones by reject reason: records whose message
+    the protocol (with ``pipeline``'s topics, limits and task) cannot decode. In such a
+    log a damaged record is either one of those or, if it still decodes (a changed
+    value, name or topic), undetectable; the replay counts the first kind among its
+    rejects, and this names them, so neither passes unsaid."""
+    found = []
+    for path in paths:
+        try:
+            if read_header(path)["version"] >= 2:
+                continue
+        except LogError:
+            continue  # the replay reports a bad header itself
+        records = 0
+        undecodable: dict[str, int] = {}
+        for record in read_log(path, on_error=lambda error: None):
+            records += 1
+            message = parse_message(record.topic, record.payload, pipeline.topics,
+                                    pipeline.limits, pipeline.json_fields, pipeline.task)
+            if isinstance(message, Reject):
+                undecodable[message.reason] = undecodable.get(message.reason, 0) + 1
+        found.append({"path": str(path), "records": records, "undecodable": undecodable})
+    return found
 
 
 def jitted_path(pipeline: Pipeline) -> str | None:

@@ -35,7 +35,7 @@ from .budget import memory_budget
 from .lean import UNLABELLED, LeanBinary
 from .pending import PendingEntry, PendingLabels
 from .ratelog import RateLimitedLog
-from .streams import StreamState, state_problem
+from .streams import StreamState, compile_stream_pattern, state_problem
 from .tally import LABEL_REJECTS, Outbound, Tally
 from .tasks import SETTLED_TYPES
 
@@ -63,6 +63,8 @@ class Pipeline:
     max_streams
         Most streams served; data for a further stream is rejected as
         ``"too_many_streams"``.
+    stream_pattern
+        Regular expression a new stream's name must fullmatch (``""``: any), else ``"stream_not_allowed"``.
     pending_capacity, label_ttl_s, recent_capacity
         The pending label table (:class:`~firmware_bridge.pipeline.pending.PendingLabels`):
         most requests waiting at once, seconds an answer may take, closed ids
@@ -112,6 +114,7 @@ class Pipeline:
         label_request_qos: int = 1,
         log_interval_s: float = 60.0,
         json_fields: JsonFields | None = None,
+        stream_pattern: str = "",
     ):
         checked = check_params("Pipeline", {
             "topics": topics, "limits": limits,
@@ -124,6 +127,7 @@ class Pipeline:
         self.limits = limits
         self.json_fields = DEFAULT_JSON_FIELDS if json_fields is None else json_fields
         self.max_streams = checked["max_streams"]
+        self.stream_pattern = compile_stream_pattern(stream_pattern)
         self.label_policy = checked["label_policy"]
         self.prediction_qos = checked["prediction_qos"]
         self.label_request_qos = checked["label_request_qos"]
@@ -258,17 +262,17 @@ class Pipeline:
 
     def stream_for(self, name: str) -> StreamState | None:
         """The state of stream ``name``, made (with a new learner) on its first data;
-        None when ``max_streams`` streams exist (counted as ``too_many_streams``)."""
+        None when ``max_streams`` streams exist (counted as ``too_many_streams``) or its
+        name is not allowed (``stream_not_allowed``)."""
         stream = self._streams.get(name)
         if stream is not None:
             return stream
+        if not self.allows(name):
+            self.tally.reject("stream_not_allowed", "stream %r is not allowed by [gateway] stream_pattern", name)
+            return None
         if len(self._streams) >= self.max_streams:
-            self.tally.reject(
-                "too_many_streams",
-                "stream %r is beyond max_streams=%d",
-                name,
-                self.max_streams,
-            )
+            self.tally.reject("too_many_streams", "stream %r is beyond max_streams=%d", name,
+                              self.max_streams)
             return None
         learner = edgelearn.make_learner(self.learner_kind, self.learner_params)
         if self._learner_start is not None:
@@ -276,6 +280,10 @@ class Pipeline:
         stream = StreamState(name, learner, self.topics)
         self._add(stream)
         return stream
+
+    def allows(self, name: str) -> bool:
+        """Whether a stream called ``name`` may be served (``stream_pattern``)."""
+        return self.stream_pattern is None or self.stream_pattern.fullmatch(name) is not None
 
     def _add(self, stream: StreamState) -> None:
         self._streams[stream.name] = stream

@@ -57,6 +57,7 @@ class Outcome(enum.StrEnum):
 COUNTER_KEYS: tuple[str, ...] = (
     "pending",  # requests in the table now (a gauge, not a count)
     "issued",
+    "restored",  # requests of an earlier run taken back at a start (still pending then)
     "answered",
     "evicted",  # requests pushed out unanswered by a full table
     "timed_out",  # requests whose TTL ran out unanswered
@@ -222,6 +223,53 @@ class PendingLabels:
             dropped += 1
         self._counts["timed_out"] += dropped
         return dropped
+
+    def export(self) -> tuple[list[tuple], list[tuple]]:
+        """The table to keep across a restart: ``(pending, closed)``, where pending is
+        ``(req_id, stream, seq, features, y_hat, remaining_s)`` per request (the TTL
+        left on the table's clock now) and closed ``(req_id, stream, outcome)`` per
+        remembered closed request, oldest first."""
+        now = self._clock()
+        pending = [(e.req_id, e.stream, e.seq, e.features, e.y_hat, e.deadline - now)
+                   for e in self._pending.values() if e.deadline > now]
+        closed = [(req_id, stream, outcome.value)
+                  for req_id, (stream, outcome) in self._recent.items()]
+        return pending, closed
+
+    def restore(self, pending: list[tuple], closed: list[tuple], gone: set[str],
+                elapsed_s: float = 0.0) -> dict[str, int]:
+        """Take back what :meth:`export` gave in an earlier run: closed ids first (so a
+        late duplicate stays a duplicate), then each pending request with its
+        remaining TTL less ``elapsed_s`` (the time the gateway was away). A request
+        whose TTL ran out meanwhile, or of a stream in ``gone`` (not restored), is
+        closed as expired, so its answer counts as ``expired``, apart from
+        ``unknown_request``; the most recent ``capacity`` requests are kept (the others
+        count as evicted). Returns ``{"restored", "expired", "evicted"}``."""
+        for req_id, stream, outcome in closed[-self.recent_capacity:]:
+            self._recent[req_id] = (stream, Outcome(outcome))
+        while len(self._recent) > self.recent_capacity:
+            self._recent.popitem(last=False)
+        now = self._clock()
+        counts = dict.fromkeys(("restored", "expired", "evicted"), 0)
+        for req_id, stream, seq, features, y_hat, remaining in pending:
+            entry = PendingEntry(req_id, stream, seq, features, y_hat, now,
+                                 now + remaining - max(0.0, elapsed_s))
+            if stream in gone or entry.deadline <= now:
+                self._close(entry, Outcome.EXPIRED)
+                self._counts["timed_out"] += 1
+                counts["expired"] += 1
+                continue
+            if len(self._pending) >= self.capacity:
+                _, oldest = self._pending.popitem(last=False)
+                self._close(oldest, Outcome.EVICTED_REQUEST)
+                self._counts["evicted"] += 1
+                counts["evicted"] += 1
+            self._pending[req_id] = entry
+            counts["restored"] += 1
+        # Deadlines in order (expire() relies on it): one TTL, kept in issue order.
+        self._pending = OrderedDict(sorted(self._pending.items(), key=lambda i: i[1].deadline))
+        self._counts["restored"] += counts["restored"]
+        return counts
 
     def as_dict(self) -> dict[str, int]:
         """Every counter (:data:`COUNTER_KEYS`), zeros included, and the pending count."""

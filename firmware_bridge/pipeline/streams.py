@@ -4,13 +4,32 @@ sequence accounting (the one rule for a reading's ``seq``)."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from ..wire import Topics
 from .tally import SEQUENCE_COUNTERS, Tally
 from .tasks import rules_for
 
-__all__ = ["SEQ_WINDOW", "StreamState", "state_problem"]
+__all__ = ["SEQ_WINDOW", "StreamState", "compile_stream_pattern", "state_problem"]
+
+def compile_stream_pattern(pattern: str) -> re.Pattern | None:
+    """The allow-list pattern of stream names (``""``: none, any name is served).
+
+    >>> compile_stream_pattern("room-[0-9]+").fullmatch("room-12") is not None
+    True
+    >>> compile_stream_pattern("room-(")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'stream_pattern' parameter of Pipeline must be a regular expression (Python's re), or '' for any stream. Got 'room-(' (missing ), unterminated subpattern at position 5).
+    """
+    try:
+        return re.compile(pattern) if pattern else None
+    except (re.error, TypeError) as exc:
+        raise ValueError(f"The 'stream_pattern' parameter of Pipeline must be a regular "
+                         f"expression (Python's re), or '' for any stream. Got {pattern!r} "
+                         f"({exc}).") from None
+
 
 SEQ_WINDOW = 64
 """How far back the pipeline remembers which ``seq`` values arrived (one int per

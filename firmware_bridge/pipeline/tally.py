@@ -16,6 +16,8 @@ __all__ = ["LABEL_REJECTS", "PIPELINE_REJECTS", "REJECT_COUNTERS", "SEQUENCE_COU
 
 PIPELINE_REJECTS: dict[str, str] = {
     "too_many_streams": "data for a new stream when max_streams streams exist",
+    "stream_not_allowed": "data for a new stream whose name does not match the allow-list "
+    "pattern ([gateway] stream_pattern)",
     "unusable_label": "a valid label the stream's learner cannot take (a third label "
     "for a binary learner, a class beyond n_classes, a multi-label map for a single-label "
     "learner or a single label for a multi-label one, a label set beyond max_labels)",

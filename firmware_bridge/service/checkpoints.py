@@ -126,7 +126,13 @@ class CheckpointStore:
         """Load every checkpoint found (at most ``pipeline.max_streams``) into
         ``pipeline``."""
         report = self.report
-        for stream in self.streams()[: pipeline.max_streams]:
+        allowed = [stream for stream in self.streams() if pipeline.allows(stream)]
+        report["not_allowed"] = sorted(set(self.streams()) - set(allowed))
+        if report["not_allowed"]:
+            logger.warning("%d checkpoint(s) of streams [gateway] stream_pattern does not "
+                           "allow not restored (kept on disk): %s", len(report["not_allowed"]),
+                           ", ".join(map(repr, report["not_allowed"][:20])))
+        for stream in allowed[: pipeline.max_streams]:
             path = self.path(stream)
             problems: list[str] = []
             restored_from = None

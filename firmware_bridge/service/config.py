@@ -112,6 +112,11 @@ _SERVICE: dict[str, Section] = {
             Most streams served (1 to 100000); data for a further stream is counted
             ("too_many_streams") and dropped. Each stream holds one learner (see
             [learner])."""),
+        "stream_pattern": feed(Pipeline, "stream_pattern", Text(0, 1000), """
+            Allow-list of stream names: a regular expression (Python's re) a new
+            stream's name must match as a whole, e.g. "office-[0-9]+"; "" serves any
+            name. Data for another stream is counted ("stream_not_allowed") and dropped
+            before it can take a slot, and its checkpoint is not restored."""),
         "inbound_queue_length": Setting(Interval(int, 1, 1_000_000), """
             Inbound messages received and waiting for the worker (1 to 1000000). When the
             queue is full the gateway stops reading from the broker, so TCP pushes back
@@ -382,6 +387,23 @@ class GatewayConfig:
         return Pipeline(self.learner_kind, self.learner_params, label_policy="request",
                         clock=clock, **self.pipeline_params())
 
+    def warnings(self) -> list[str]:
+        """What this configuration cannot guarantee, one sentence each (``edgelearn
+        gateway --check-config`` prints them, the gateway logs them at its start)."""
+        found = []
+        if self["mqtt.protocol"] != "MQTTv5":
+            found.append(
+                f'[mqtt] protocol = "{self["mqtt.protocol"]}": the broker cannot say that it '
+                "refused a publish (an MQTT 3.1.1 PUBACK has no reason code; mosquitto "
+                "acknowledges a publish its ACL denies and drops it), so refused "
+                'predictions, label requests and status go uncounted; "MQTTv5" counts them '
+                "(docs/reliability.md, Refused publishes)")
+        if self["mqtt.prediction_qos"] == 0:
+            found.append(
+                "[mqtt] prediction_qos = 0: predictions get no acknowledgement, so a "
+                "prediction the broker refuses or loses goes uncounted (docs/reliability.md)")
+        return found
+
     def make_recorder(self) -> LogWriter | None:
         """The raw message log, if ``[recorder] enabled``."""
         if not self["recorder.enabled"]:
@@ -426,7 +448,7 @@ def load_config(
 
     >>> config, errors = load_config(None, {"mqtt.port": 70000, "gateway.idd": "x"})
     >>> config is None, errors
-    (True, ['[gateway] unknown key idd (known: id, max_streams, inbound_queue_length, status_interval_seconds, reject_log_interval_seconds)', "The 'port' parameter of [mqtt] must be an int in [1, 65535]. Got 70000."])
+    (True, ['[gateway] unknown key idd (known: id, max_streams, stream_pattern, inbound_queue_length, status_interval_seconds, reject_log_interval_seconds)', "The 'port' parameter of [mqtt] must be an int in [1, 65535]. Got 70000."])
     """
     where = "" if path is None else os.fspath(path)
     raw: dict[str, Any] = {}
@@ -613,7 +635,8 @@ def _build(
         try:
             Pipeline(kind, learner_params, topics=topics, limits=limits, **pipeline_params)
         except (ValueError, TypeError) as exc:
-            section = "limits" if "limits" in str(exc) else "learner.params"
+            section = ("limits" if "limits" in str(exc) else "gateway"
+                       if "stream_pattern" in str(exc) else "learner.params")
             errors.append(f"[{section}] {exc}")
     if errors:
         return None

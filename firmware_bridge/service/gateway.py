@@ -43,7 +43,10 @@ from paho.mqtt.client import topic_matches_sub
 import edgelearn
 
 from .checkpoints import CheckpointStore
+from .clocks import CLOCK_STEP_S, WallClockWatch
+from .refusals import DEGRADED_HOLD_S, PublishRefusals
 from .journal import JOURNAL_NAME, LabelJournal, replay
+from .pending_store import keep_pending, restore_pending
 from .config import GatewayConfig
 from .counters import CounterRegistry
 from .mqtt import InboundMessage, MqttBridge
@@ -73,7 +76,7 @@ _OUTGOING_MESSAGE_BYTES = 1024
 
 NORMAL_PIPELINE_COUNTERS = frozenset({
     "messages", "data", "label_messages", "predictions", "asked", "label_requests",
-    "learned", "rejected", "label_issued", "label_answered", "label_pending",
+    "learned", "rejected", "label_issued", "label_answered", "label_pending", "label_restored",
 })
 """The pipeline's counters that count work, not problems (every other one, a reject
 reason or an expired label, is a problem ``edgelearn status`` shows when not zero)."""
@@ -99,6 +102,9 @@ class Gateway:
         self.config = config
         self.notifier = SystemdNotifier() if notifier is None else notifier
         self._clock = clock
+        # Durations on the monotonic clock, the wall clock for what is shown
+        # (firmware_bridge.service.clocks).
+        self._started = clock()
         self.started_at = time.time()
         self.status_topic = config.topics.status(config.gateway_id)
         self.pipeline = config.make_pipeline(clock)
@@ -116,6 +122,14 @@ class Gateway:
         self._checkpoint_errors = counter(
             "checkpoint_errors", "stream checkpoints that could not be written", problem=True)
         self._status_published = counter("status_published", "status messages published")
+        self._clock_steps = counter(
+            "clock_steps", f"steps of the wall clock by more than {CLOCK_STEP_S:g} s "
+            "(durations are on the monotonic clock; recorded timestamps jump)")
+        self.refusals = PublishRefusals(
+            self.registry, config.topics, clock=clock, log_interval_s=config.reject_log_interval_s,
+            hold_s=max(DEGRADED_HOLD_S, 2 * config.status_interval_s), on_first=self._mark_status_changed)
+        self._wall_clock = WallClockWatch(self._started, monotonic=clock,
+                                          on_step=lambda step: self._clock_steps.inc())
         # (message, paho info of its last output) of processed, unacknowledged messages.
         self._unacked: collections.deque[tuple[InboundMessage, Any]] = collections.deque()
         self._journal_errors = counter(
@@ -134,6 +148,9 @@ class Gateway:
             self.registry.register(
                 "checkpoints", lambda: {"checkpoint_bytes": self.checkpoints.bytes_written},
                 docs={"checkpoint_bytes": "bytes of checkpoints written"})
+            # Before the journal's first checkpoint round, which writes labels.pending.
+            self.checkpoints.report["pending_labels"] = restore_pending(
+                config.checkpoint_dir, self.pipeline, logger)
         if config.journal_enabled:
             self._open_journal()
         self.recorder = config.make_recorder()
@@ -151,7 +168,7 @@ class Gateway:
         outbound = [sink.on_outbound for sink in by_event["outbound"]]
         # The per-message path calls the one outbound sink directly (the MQTT outputs).
         self._on_outbound = outbound[0] if len(outbound) == 1 else _fan_out(outbound)
-        self._last_checkpoint_at = self.started_at
+        self._last_checkpoint = self._started  # monotonic
         subscriptions = config.topics.inbound_filters() + tuple(self._sink_topics)
         self.bridge = MqttBridge(
             config.mqtt,
@@ -162,6 +179,7 @@ class Gateway:
             config.inbound_queue_length,
             on_connection_change=self._mark_status_changed,
             clock=clock,
+            on_publish_refused=self.refusals.refused,
         )
         self.registry.register("bridge", self.bridge.counters,
                                problems=_PROBLEM_BRIDGE_COUNTERS, gauges=("outgoing_pending",))
@@ -250,10 +268,10 @@ class Gateway:
                 self._log.warning("checkpoint_error", "stream %r: %s", stream, exc)
         return layout
 
-    def checkpoint(self) -> int:
-        """Write the checkpoint of every stream that changed since its last one; return
-        how many were written. Worker thread, or main thread after the worker stopped.
-        """
+    def checkpoint(self, final: bool = False) -> int:
+        """Write the checkpoint of every stream that changed since its last one (and,
+        ``final`` at a clean stop, if all were written, the pending label requests);
+        return how many were written. Worker thread, or main thread after the worker."""
         if self.checkpoints is None:
             return 0
         written, failed = self.checkpoints.save_changed(self.pipeline)
@@ -267,8 +285,10 @@ class Gateway:
         self._checkpoints_written.inc(written)
         if self.journal is not None and not failed:
             self.journal.truncate()
+        if final and not failed:
+            keep_pending(self.config.checkpoint_dir, self.pipeline, logger)
         if written:
-            self._last_checkpoint_at = time.time()
+            self._last_checkpoint = self._clock()
         return written
 
     # -- status ----------------------------------------------------------------------
@@ -297,8 +317,12 @@ class Gateway:
             "gateway": self.config.gateway_id,
             "pid": os.getpid(),
             "time": time.time(),
-            "uptime_s": time.time() - self.started_at,
+            "started_at": self.started_at,
+            "uptime_s": self.uptime_s(),
+            "checkpoint_age_s": self.checkpoint_age_s(),
             "connected": self.bridge.connected,
+            "health": "degraded" if self.refusals.degraded_by() else "ok",
+            "degraded_by": self.refusals.degraded_by(),
             "version": {
                 "edgelearn": edgelearn.__version__,
                 "paho_mqtt": paho.mqtt.__version__,
@@ -361,14 +385,25 @@ class Gateway:
         return {
             "memory_bytes": ("the fixed memory budget by part", self.memory(), "part"),
             "connected": ("1 while both MQTT links are up", self.bridge.connected, None),
-            "uptime_seconds": ("seconds since the start", time.time() - self.started_at, None),
+            "degraded": ("1 while the gateway is up but degraded (a publish refused in the "
+                         "last minute)", int(bool(self.refusals.degraded_by())), None),
+            "uptime_seconds": ("seconds since the start (monotonic clock)", self.uptime_s(), None),
             "checkpoint_age_seconds": (
-                "seconds since a checkpoint was last written (or since the start)",
-                time.time() - self._last_checkpoint_at, None),
+                "seconds since a checkpoint was last written (or since the start; "
+                "monotonic clock)", self.checkpoint_age_s(), None),
             "queue_length": ("inbound messages waiting for the worker",
                              len(self.bridge.inbound), None),
             "streams": ("streams served", len(self.pipeline.streams), None),
         }
+
+    def uptime_s(self) -> float:
+        """Seconds since the start, on the monotonic clock."""
+        return self._clock() - self._started
+
+    def checkpoint_age_s(self) -> float:
+        """Seconds since a checkpoint was last written (or since the start), on the
+        monotonic clock."""
+        return self._clock() - self._last_checkpoint
 
     # -- the worker ------------------------------------------------------------------
 
@@ -479,6 +514,7 @@ class Gateway:
 
     def _housekeeping(self, now: float) -> None:
         self._next_housekeeping = now + TICK_SECONDS
+        self._wall_clock.check(now)
         notifier = self.notifier
         if notifier.watchdog_interval_s is not None and now >= self._next_watchdog:
             notifier.notify("WATCHDOG=1")
@@ -556,7 +592,7 @@ class Gateway:
         if left:
             logger.warning("%d message(s) left unacknowledged; the broker delivers them "
                            "again at the next start", left)
-        self.checkpoint()
+        self.checkpoint(final=True)
         if self.checkpoints is not None and not self.checkpoint_failures:
             try:
                 self.checkpoints.mark_clean_stop()
@@ -591,6 +627,8 @@ class Gateway:
             self.config.learner_kind,
             ", ".join(f"{host}:{port}" for host, port in self.bridge.addresses),
         )
+        for warning in self.config.warnings():
+            logger.warning("configuration: %s", warning)
 
     def request_stop(self) -> None:
         """Ask the gateway to stop (safe from signal handlers and other threads)."""

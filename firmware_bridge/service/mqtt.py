@@ -42,6 +42,14 @@ tells the worker how many more messages it may hand over now (no more than
 bookkeeping short), and the worker waits rather than drops. QoS>0 messages published
 while the broker is away wait in paho's queue and go out after the reconnect.
 
+A publish the broker **refuses** (an MQTT 5 PUBACK or PUBCOMP whose reason code is
+0x80 or more: "not authorized" from an ACL, "quota exceeded", ...) is still one paho
+marks published, so the gateway's acks do not wait for it; the bridge hands its topic
+and reason to ``on_publish_refused`` (the gateway counts it per topic kind, logs it and
+turns its status to degraded). paho 2.x ignores a PUBREC's reason code, so a refused
+QoS 2 publish shows at its PUBCOMP. MQTT 3.1.1 has no reason codes: a broker that
+refuses a publish acknowledges it all the same, and nothing can tell.
+
 Both reconnect by themselves with exponential backoff between
 ``reconnect_min_delay_seconds`` and ``reconnect_max_delay_seconds``, and use the same
 TLS (CA, client certificate), username and password. A connection attempt blocks the
@@ -190,6 +198,9 @@ class MqttBridge:
     on_connection_change
         Called with no argument after every connect and disconnect, so the gateway
         can refresh its status message.
+    on_publish_refused
+        Called with the topic and paho's reason code of every publish the broker
+        refused (MQTT 5 only).
     clock
         Monotonic seconds, for the reconnection backoff.
     """
@@ -204,6 +215,7 @@ class MqttBridge:
         queue_capacity: int,
         on_connection_change: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        on_publish_refused: Callable[[str, Any], None] | None = None,
     ):
         self.settings = settings
         self.subscriptions = tuple(subscriptions)
@@ -211,6 +223,7 @@ class MqttBridge:
         self.queue_capacity = queue_capacity
         self._max_payload_bytes = max_payload_bytes
         self._on_connection_change = on_connection_change
+        self._on_publish_refused = on_publish_refused
         self._clock = clock
         self._accepting = True
         self._leaving = False  # a disconnect we asked for: not a warning
@@ -239,8 +252,14 @@ class MqttBridge:
         out.will_set(will_topic, will_payload, qos=1, retain=True)
         out.max_queued_messages_set(settings.max_queued_messages)
         out.max_inflight_messages_set(settings.max_inflight_messages)
+        # paho's outgoing tables (messages by mid, packets not yet written), which it
+        # creates once and only ever clears in place; it has no public accessor for
+        # them: outgoing_pending() counts them, a refused publish's topic is found there.
+        self._out_messages, self._out_packet = _paho_tables(out)
         out.on_connect = self._on_out_connect
         out.on_disconnect = self._on_out_disconnect
+        if self._v5:  # MQTT 3.1.1 has no reason codes to look at
+            out.on_publish = self._on_out_publish
         self._out = _Link("outbound", out, min_delay)
         self._links = (self._in, self._out)
         self._set_address(self._in, persistent=True)
@@ -488,6 +507,17 @@ class MqttBridge:
         if self._lost(self._out, reason_code):
             self.out_disconnects += 1
 
+    def _on_out_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        # Called for every publish (the per-message path): one attribute test when
+        # the broker took it.
+        if reason_code.is_failure:
+            # paho still holds the message while it calls this (the topic is read only
+            # for a refused publish, not kept for every one).
+            message = self._out_messages.get(mid)
+            topic = message.topic if message is not None else ""
+            if self._on_publish_refused is not None:
+                self._on_publish_refused(topic, reason_code)
+
     def _on_subscribe(self, client, userdata, mid, reason_code_list, properties) -> None:
         refused = [str(code) for code in reason_code_list if code.is_failure]
         if refused:
@@ -543,10 +573,9 @@ class MqttBridge:
     def outgoing_pending(self) -> int:
         """Outgoing messages paho still holds: QoS>0 ones sent and unacked or queued,
         or, if more, packets not yet written (QoS 0 messages are only those)."""
-        # paho has no public accessor for either. A QoS>0 message not yet written is in
-        # both, so the sum would count it twice and halve the window.
-        client = self._out.client
-        return max(len(client._out_messages), len(client._out_packet))
+        # A QoS>0 message not yet written is in both, so the sum would count it twice
+        # and halve the window.
+        return max(len(self._out_messages), len(self._out_packet))
 
     def outgoing_room(self) -> int:
         """How many more messages the worker may publish now: none while the outbound
@@ -653,6 +682,11 @@ def read_retained(settings: MqttSettings, topic: str, timeout: float) -> bytes |
         raise ConnectionError(
             f"{settings.host}:{settings.port} refused the connection: {refused[0]}")
     return received[0] if received else None
+
+
+def _paho_tables(client: paho.Client) -> tuple[Any, Any]:
+    """paho's outgoing messages by mid and packets not yet written (no public accessor)."""
+    return client._out_messages, client._out_packet
 
 
 def _ignore(*_: Any) -> None:
