@@ -2,8 +2,8 @@
 
 A log differs from a labelled array in two ways the loop of
 :mod:`edgelearn.kernels.replay` does not cover, so this loop drives the same
-per-row step (``replay.paacds_row``, ``query_step``, ``learn_binary_row``) with
-its own label handling:
+per-row step (written out as in ``replay.paacds_loop``: see "The per-row step"
+there) with its own label handling:
 
 * a row may carry no usable label (``code < 0``: the message had no ``"y"``, or
   one the stream could not take); it is observed and predicted, never learned;
@@ -17,10 +17,9 @@ its own label handling:
   That happens at most twice per stream.
 """
 
-import numpy as np
-
+from . import paacds as pk
 from ._jit import jit
-from .replay import N_ASSIGNED, N_EVICTED, learn_binary_row, paacds_row, query_step
+from .replay import N_ASSIGNED, N_EVICTED, T, forget_evicted, gather_row, observe_score_dense, remap
 
 # What the loop returns as its second value.
 DONE, NEED_SIGN = 0, 1
@@ -47,21 +46,42 @@ def paacds_binary_log_loop(
     what ``decide_one`` gives) are kept in ``feat_slots``/``feat_z`` (n x width)
     and their count in ``feat_k``, for label requests and the label journal."""
     n = X.shape[0]
-    carry = np.array([counters[N_EVICTED], -1, -1, 0], dtype=np.int64)
+    evicted_before = counters[N_EVICTED]
+    assigned_before = -1
+    mapped_evictions = -1
+    dense = False
     i = start
     if resume_k >= 0:
         k = resume_k
         c = int(codes[i])
-        learn_binary_row(slots, vals, k, code_sign[c], W, b, active, h, C, variant_i, learn_intercept,
-                         tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+        if pk.learn_binary(slots, vals, k, code_sign[c], W, b, active, h, C, variant_i, learn_intercept):
+            pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
         i += 1
     while i < n:
-        k = paacds_row(
-            X, i, True, col_slot, slot_col, changed, counters,
-            count, mean, var, last_seen, forget, eps, z_max, evict_after,
-            W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores, col_key, tie_key,
-            slots, vals, xs, zs, hs, carry,
+        # the per-row step, as in replay.paacds_loop (see "The per-row step" there)
+        k = gather_row(
+            X, i, col_slot, slot_col, changed, slots, vals, counters,
+            count, mean, var, last_seen, evict_after,
         )
+        if counters[N_EVICTED] != evicted_before:
+            evicted_before = counters[N_EVICTED]
+            forget_evicted(slots, k, changed, W, active, h, h_n, h_mean, h_var)
+        if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
+            assigned_before = counters[N_ASSIGNED]
+            mapped_evictions = counters[N_EVICTED]
+            dense = remap(True, col_slot, slot_col, assigned_before, col_key, tie_key)
+        if dense:
+            observe_score_dense(
+                X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
+                count, mean, var, last_seen, counters[T], forget, eps, z_max,
+                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+            )
+        else:
+            pk.observe_scores(
+                slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
+                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+            )
+        counters[T] += 1
         if feat_k.shape[0] == n:
             feat_k[i] = k
             for j in range(k):
@@ -70,14 +90,14 @@ def paacds_binary_log_loop(
         q = scores[0]
         pred[i] = 1 if q > 0.0 else -1  # a zero margin predicts the negative label
         margin_out[i] = q
-        ask, delta = query_step(q, delta, rng_state, target, gain)
+        ask, delta = pk.query(q, delta, rng_state, target, gain)
         asked_out[i] = ask
         c = int(codes[i])
         if (ask or not active_learning) and c >= 0:
             sign = code_sign[c]
             if sign == 0.0:
                 return i, NEED_SIGN, delta, k
-            learn_binary_row(slots, vals, k, sign, W, b, active, h, C, variant_i, learn_intercept,
-                             tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+            if pk.learn_binary(slots, vals, k, sign, W, b, active, h, C, variant_i, learn_intercept):
+                pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
         i += 1
     return n, DONE, delta, 0
