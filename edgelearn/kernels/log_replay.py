@@ -1,4 +1,4 @@
-"""PAACDS over a recorded stream's rows, as the gateway's pipeline runs them.
+"""PAACDS and ActiveAROW over a recorded stream's rows, as the gateway's pipeline runs them.
 
 A log differs from a labelled array in two ways the loop of
 :mod:`edgelearn.kernels.replay` does not cover, so this loop drives the same
@@ -17,6 +17,7 @@ there) with its own label handling:
   That happens at most twice per stream.
 """
 
+from . import arow as ak
 from . import paacds as pk
 from ._jit import jit
 from .replay import N_ASSIGNED, N_EVICTED, T, forget_evicted, gather_row, observe_score_dense, remap
@@ -101,3 +102,66 @@ def paacds_binary_log_loop(
                 pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
         i += 1
     return n, DONE, delta, 0
+
+
+@jit
+def arow_binary_log_loop(
+    X, codes, code_sign, start, resume_n, active_learning,
+    col_slot, slot_col, changed, counters,
+    count, mean, var, last_seen, forget, eps, z_max, evict_after,
+    edges, bin_freq, capacity, feature_slots, feature_z,
+    W, S, b, Sb, out_m, out_v, r, floor, power, prior_var, rng_state, threshold, adapt, target, gain,
+    slots, vals, pred, margin_out, asked_out, feat_k, feat_slots, feat_z,
+):
+    """Binary ActiveAROW over rows ``start..`` of X, as :func:`paacds_binary_log_loop`
+    runs PAACDS: per row, claim slots for new columns (the model forgets recycled
+    ones: ``arow.forget_slot`` and ``arow.forget_bins``, as the learner's
+    ``_forget_slot``), then ``arow.decide_learn_binary``, the kernel of the
+    per-message path, deciding and learning a label whose sign is known.
+
+    Returns ``(row, status, threshold, n)``: ``status`` DONE when every row is
+    done, NEED_SIGN when row ``row`` is to be learned with a label whose sign is
+    unknown: its ``n`` features are in ``feature_slots``/``feature_z``; call again
+    with ``start=row, resume_n=n`` and the sign in ``code_sign``, which learns them
+    first (``arow.learn_row``, what ``learn`` does on the same features).
+    ``resume_n < 0`` starts row ``start`` from the beginning. ``feat_*`` as in
+    :func:`paacds_binary_log_loop`."""
+    n = X.shape[0]
+    evicted_before = counters[N_EVICTED]
+    i = start
+    if resume_n >= 0:
+        ak.learn_row(feature_slots, feature_z, resume_n, code_sign[int(codes[i])], W, S, b, Sb, 0, r, floor)
+        i += 1
+    while i < n:
+        k = gather_row(
+            X, i, col_slot, slot_col, changed, slots, vals, counters,
+            count, mean, var, last_seen, evict_after,
+        )
+        if counters[N_EVICTED] != evicted_before:
+            evicted_before = counters[N_EVICTED]
+            for j in range(k):
+                if changed[slots[j]] == 2:
+                    ak.forget_slot(slots[j], W, S, prior_var)
+                    ak.forget_bins(slots[j], bin_freq, capacity, W, S, prior_var)
+                    changed[slots[j]] = 1
+        c = int(codes[i])
+        sign = code_sign[c] if c >= 0 else 0.0
+        margin, ask, threshold, _ = ak.decide_learn_binary(
+            slots, vals, k, counters[T], threshold, sign, active_learning,
+            count, mean, var, last_seen, forget, eps, z_max,
+            edges, bin_freq, capacity, feature_slots, feature_z,
+            W, S, b, Sb, out_m, out_v, r, floor, power, rng_state, adapt, target, gain,
+        )
+        counters[T] += 1
+        if feat_k.shape[0] == n:
+            feat_k[i] = k
+            for j in range(k):
+                feat_slots[i, j] = slots[j]
+                feat_z[i, j] = vals[j]
+        pred[i] = 1 if margin > 0.0 else -1  # a zero margin predicts the negative label
+        margin_out[i] = margin
+        asked_out[i] = ask
+        if (ask or not active_learning) and c >= 0 and sign == 0.0:
+            return i, NEED_SIGN, threshold, k * (1 + bin_freq.shape[1])
+        i += 1
+    return n, DONE, threshold, 0

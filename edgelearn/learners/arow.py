@@ -12,6 +12,7 @@ import numpy as np
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
 from ..kernels.rate_control import budgeted_query, new_query_state, widened
+from .arrays import RowsPass, RowsResult, feature_buffers
 from .base import Decision, Learner, softmax_proba
 from .budget import HeldBudget
 from .one_call import Fused, OneCallBinary, compiled_entry
@@ -177,7 +178,7 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
     """
 
     tasks = frozenset({"binary", "multiclass"})
-    capabilities = frozenset({"decide_learn", "label_rate"})
+    capabilities = frozenset({"decide_learn", "log_loop", "label_rate"})
     asks_selectively = True
     zero_margin_positive = False  # _score: margin > 0 (one_call.py)
     _parameter_constraints = {
@@ -264,6 +265,62 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
             fused.model)
         space.advance()
         return margin, asked, learned
+
+    def can(self, capability: str) -> bool:
+        # The jitted log loop is binary (kernels/log_replay.py).
+        if capability == "log_loop" and not self.binary:
+            return False
+        return super().can(capability)
+
+    def run_rows(self, rows: RowsPass) -> RowsResult:
+        """A binary stream's rows through one jitted loop (the ``"log_loop"``
+        capability), with the predictions, queries, learning and final state of
+        :meth:`decide_one` and :meth:`learn` reading by reading
+        (``kernels/log_replay.py``'s ``arow_binary_log_loop``, which runs the
+        per-message path's kernel row by row). A label the learner meets for the
+        first time stops the loop; it is registered with the targets, as
+        :meth:`learn` would, and the loop goes on from that row."""
+        from ..kernels import log_replay as loop
+
+        X, names, codes, labels = rows.X, rows.names, rows.codes, rows.labels
+        n = X.shape[0]
+        code_sign = np.zeros(max(len(labels), 1))
+        targets = self.targets
+        for code, y in enumerate(labels):
+            code_sign[code] = targets.known_sign(y)
+        space = self.channels
+        col_slot, slot_col, changed, counters = space.column_map(names)
+        width = max(len(names), 1)
+        slots = np.empty(width, dtype=np.int32)
+        vals = np.empty(width, dtype=np.float64)
+        pred = np.empty(n, dtype=np.int64)
+        margins = np.empty(n, dtype=np.float64)
+        asked = np.zeros(n, dtype=np.bool_)
+        target = self.target_query_rate
+        feat_k, feat_slots, feat_z = feature_buffers(n, width, rows.keep_features)
+        states: list[tuple[int, list]] = [(-1, targets.to_state())]
+        start, resume_n, threshold = 0, -1, self._current_threshold
+        while True:
+            row, status, threshold, n_features = loop.arow_binary_log_loop(
+                X, codes, code_sign, start, resume_n, rows.learn_if_asked,
+                col_slot, slot_col, changed, counters,
+                space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+                space.z_max, space.evict_after,
+                self._edges, self.bin_freq, self.capacity, self._feature_slots, self._feature_z,
+                self.W, self.S, self.b, self.Sb, self._m, self._v, self._r, self._floor,
+                float(self.query_power), _PRIOR_VAR, self.rng_state, threshold, target is not None,
+                0.0 if target is None else float(target), float(self.budget_gain),
+                slots, vals, pred, margins, asked, feat_k, feat_slots, feat_z,
+            )
+            if status == loop.DONE:
+                break
+            code = int(codes[row])
+            code_sign[code] = targets.sign(labels[code])
+            states.append((row, targets.to_state()))
+            start, resume_n = row, n_features
+        self._current_threshold = float(threshold)
+        space.take_column_map(names, slot_col, changed, counters)
+        return RowsResult(pred, margins, asked, feat_k, feat_slots, feat_z, states)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the
