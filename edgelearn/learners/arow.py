@@ -178,7 +178,7 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
     """
 
     tasks = frozenset({"binary", "multiclass"})
-    capabilities = frozenset({"decide_learn", "log_loop", "label_rate"})
+    capabilities = frozenset({"decide_learn", "log_loop", "batch_pass", "label_rate"})
     asks_selectively = True
     zero_margin_positive = False  # _score: margin > 0 (one_call.py)
     _parameter_constraints = {
@@ -267,14 +267,14 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
         return margin, asked, learned
 
     def can(self, capability: str) -> bool:
-        # The jitted log loop is binary (kernels/log_replay.py).
-        if capability == "log_loop" and not self.binary:
+        # The jitted log loop and batch pass are binary (kernels/log_replay.py).
+        if capability in ("log_loop", "batch_pass") and not self.binary:
             return False
         return super().can(capability)
 
     def run_rows(self, rows: RowsPass) -> RowsResult:
-        """A binary stream's rows through one jitted loop (the ``"log_loop"``
-        capability), with the predictions, queries, learning and final state of
+        """A binary stream's rows through one jitted loop (the ``"log_loop"`` and
+        ``"batch_pass"`` capabilities), with the predictions, queries, learning and final state of
         :meth:`decide_one` and :meth:`learn` reading by reading
         (``kernels/log_replay.py``'s ``arow_binary_log_loop``, which runs the
         per-message path's kernel row by row). A label the learner meets for the
