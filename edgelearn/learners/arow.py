@@ -12,7 +12,7 @@ import numpy as np
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
 from ..kernels.rate_control import budgeted_query, new_query_state, widened
-from .arrays import RowsPass, RowsResult, feature_buffers
+from .arrays import RowsPass, RowsResult, feature_buffers, run_signed
 from .base import Decision, Learner, softmax_proba
 from .budget import HeldBudget
 from .one_call import Fused, OneCallBinary, compiled_entry
@@ -282,12 +282,8 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
         :meth:`learn` would, and the loop goes on from that row."""
         from ..kernels import log_replay as loop
 
-        X, names, codes, labels = rows.X, rows.names, rows.codes, rows.labels
+        X, names = rows.X, rows.names
         n = X.shape[0]
-        code_sign = np.zeros(max(len(labels), 1))
-        targets = self.targets
-        for code, y in enumerate(labels):
-            code_sign[code] = targets.known_sign(y)
         space = self.channels
         col_slot, slot_col, changed, counters = space.column_map(names)
         width = max(len(names), 1)
@@ -298,11 +294,10 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
         asked = np.zeros(n, dtype=np.bool_)
         target = self.target_query_rate
         feat_k, feat_slots, feat_z = feature_buffers(n, width, rows.keep_features)
-        states: list[tuple[int, list]] = [(-1, targets.to_state())]
-        start, resume_n, threshold = 0, -1, self._current_threshold
-        while True:
+
+        def run(code_sign, start, resume_n, threshold):
             row, status, threshold, n_features = loop.arow_binary_log_loop(
-                X, codes, code_sign, start, resume_n, rows.learn_if_asked,
+                X, rows.codes, code_sign, start, resume_n, rows.learn_if_asked,
                 col_slot, slot_col, changed, counters,
                 space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
                 space.z_max, space.evict_after,
@@ -312,12 +307,9 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
                 0.0 if target is None else float(target), float(self.budget_gain),
                 slots, vals, pred, margins, asked, feat_k, feat_slots, feat_z,
             )
-            if status == loop.DONE:
-                break
-            code = int(codes[row])
-            code_sign[code] = targets.sign(labels[code])
-            states.append((row, targets.to_state()))
-            start, resume_n = row, n_features
+            return row, status == loop.DONE, threshold, n_features
+
+        threshold, states = run_signed(self.targets, rows, self._current_threshold, run)
         self._current_threshold = float(threshold)
         space.take_column_map(names, slot_col, changed, counters)
         return RowsResult(pred, margins, asked, feat_k, feat_slots, feat_z, states)
