@@ -193,7 +193,8 @@ def unpack(rev: str, into: Path) -> Path:
     with open(archive, "wb") as out:
         subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev], stdout=out, check=True)
     with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
+        # git's own archive; the "data" filter where this Python has it (3.11.4+)
+        tar.extractall(into, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     archive.unlink()
     return into
 
