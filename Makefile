@@ -56,6 +56,12 @@ bench-memory: setup
 	sh tools/ensure_mosquitto.sh
 	$(PY) tools/bench_memory.py
 
+# This checkout against BASE (a commit), alternated in one run: run it before
+# submitting a change to a hot path. BENCH_COMPARE_FLAGS: e.g. --strict --rounds 5.
+bench-compare: setup
+	$(if $(BASE),,$(error make bench-compare needs BASE=<commit>, e.g. make bench-compare BASE=main))
+	$(PY) tools/bench_compare.py --base $(BASE) $(BENCH_COMPARE_FLAGS)
+
 bench-%: setup
 	$(PY) tools/bench_$*.py
 

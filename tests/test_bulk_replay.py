@@ -64,9 +64,9 @@ def _log_records(seed: int, n: int = 3000, label_kind: str = "str") -> list[LogR
     return records
 
 
-def _pipeline(policy: str = "from_data", **params) -> Pipeline:
+def _pipeline(policy: str = "from_data", kind: str = "paacds", **params) -> Pipeline:
     params = {"capacity": 8, "evict_after": 50, "target_query_rate": 0.2, "seed": 3, **params}
-    return Pipeline("paacds", params, max_streams=3, label_policy=policy,
+    return Pipeline(kind, params, max_streams=3, label_policy=policy,
                     limits=Limits(max_channels=16))
 
 
@@ -102,12 +102,13 @@ def _assert_equal_tree(a, b, path="state"):
         assert a == b and type(a) is type(b), path
 
 
+@pytest.mark.parametrize("kind", ["paacds", "active_arow"])
 @pytest.mark.parametrize(("seed", "labels", "policy"), [
     (0, "str", "from_data"), (1, "bool", "from_data"), (2, "int", "all"), (3, "str", "all"),
 ])
-def test_jitted_log_replay_equals_the_live_pipeline(seed, labels, policy):
+def test_jitted_log_replay_equals_the_live_pipeline(seed, labels, policy, kind):
     records = _log_records(seed, label_kind=labels)
-    live, bulk = _pipeline(policy), _pipeline(policy)
+    live, bulk = _pipeline(policy, kind), _pipeline(policy, kind)
     ran = replay_records(live, records, jit=False, keep_predictions=True)
     jitted = replay_records(bulk, records, keep_predictions=True)
     assert set(jitted["paths"].values()) == {"jitted"}
@@ -126,9 +127,10 @@ def test_jitted_log_replay_equals_the_live_pipeline(seed, labels, policy):
     _assert_same(live, bulk)
 
 
-def test_chunks_carry_the_state_over():
+@pytest.mark.parametrize("kind", ["paacds", "active_arow"])
+def test_chunks_carry_the_state_over(kind):
     records = _log_records(7, n=2500)
-    live, bulk = _pipeline(), _pipeline()
+    live, bulk = _pipeline(kind=kind), _pipeline(kind=kind)
     ran = replay_records(live, records, jit=False, keep_predictions=True)
     chunked = replay_records(bulk, records, keep_predictions=True, chunk=97)
     assert ran["outputs"] == chunked["outputs"]

@@ -50,16 +50,16 @@ def _normalized(outputs, issued):
     return out
 
 
-def _pipelines(policy: str):
+def _pipelines(policy: str, kind: str = "paacds"):
     params = {"capacity": 6, "evict_after": 40, "target_query_rate": 0.3, "seed": 5}
-    jitted = Pipeline("paacds", params, label_policy=policy, limits=Limits(max_channels=16))
-    plain = Pipeline("paacds", params, label_policy=policy, limits=Limits(max_channels=16))
+    jitted = Pipeline(kind, params, label_policy=policy, limits=Limits(max_channels=16))
+    plain = Pipeline(kind, params, label_policy=policy, limits=Limits(max_channels=16))
     plain.batch_path = None
     return jitted, plain
 
 
-def _run(policy: str, seed: int, journal: bool = False):
-    jitted, plain = _pipelines(policy)
+def _run(policy: str, seed: int, journal: bool = False, kind: str = "paacds"):
+    jitted, plain = _pipelines(policy, kind)
     lessons = {id(jitted): [], id(plain): []}
     if journal:
         for p in (jitted, plain):
@@ -93,9 +93,10 @@ def _assert_same_state(a: Pipeline, b: Pipeline) -> None:
         assert (ma.n, ma.accuracy, ma.f1) == (mb.n, mb.accuracy, mb.f1)
 
 
+@pytest.mark.parametrize("kind", ["paacds", "active_arow"])
 @pytest.mark.parametrize(("policy", "seed"), [("request", 0), ("request", 1), ("from_data", 2), ("all", 3)])
-def test_jitted_batches_answer_as_reading_by_reading(policy, seed):
-    jitted, plain = _run(policy, seed)
+def test_jitted_batches_answer_as_reading_by_reading(policy, seed, kind):
+    jitted, plain = _run(policy, seed, kind=kind)
     _assert_same_state(jitted, plain)
     c = jitted.counters()
     assert c["batches"] > 0 and c["unusable_label"] > 0 and c["non_finite_values"] > 0
@@ -105,9 +106,10 @@ def test_jitted_batches_answer_as_reading_by_reading(policy, seed):
     assert len(jitted.batch_path.decoder().names) > 0  # the jitted path ran
 
 
+@pytest.mark.parametrize("kind", ["paacds", "active_arow"])
 @pytest.mark.parametrize(("policy", "seed"), [("request", 4), ("from_data", 5), ("all", 6)])
-def test_a_label_journal_hears_the_same_lessons_from_jitted_batches(policy, seed):
-    jitted, plain = _run(policy, seed, journal=True)
+def test_a_label_journal_hears_the_same_lessons_from_jitted_batches(policy, seed, kind):
+    jitted, plain = _run(policy, seed, journal=True, kind=kind)
     _assert_same_state(jitted, plain)
     assert jitted.counters()["learned"] > 0
 

@@ -281,7 +281,7 @@ def test_gather_row_never_gives_one_row_the_same_slot_twice():
     slots = np.empty(X.shape[1], dtype=np.int32)
     vals = np.empty(X.shape[1])
     for i in range(X.shape[0]):
-        k = R._gather_row(
+        k = R.gather_row(
             X, i, col_slot, slot_col, changed, slots, vals, counters,
             stats["count"], stats["mean"], stats["var"], stats["last_seen"], evict_after,
         )

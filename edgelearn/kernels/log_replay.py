@@ -1,9 +1,9 @@
-"""PAACDS over a recorded stream's rows, as the gateway's pipeline runs them.
+"""PAACDS and ActiveAROW over a recorded stream's rows, as the gateway's pipeline runs them.
 
 A log differs from a labelled array in two ways the loop of
 :mod:`edgelearn.kernels.replay` does not cover, so this loop drives the same
-per-row step (``replay.paacds_row``, ``query_step``, ``learn_binary_row``) with
-its own label handling:
+per-row step (written out as in ``replay.paacds_loop``: see "The per-row step"
+there) with its own label handling:
 
 * a row may carry no usable label (``code < 0``: the message had no ``"y"``, or
   one the stream could not take); it is observed and predicted, never learned;
@@ -17,10 +17,10 @@ its own label handling:
   That happens at most twice per stream.
 """
 
-import numpy as np
-
+from . import arow as ak
+from . import paacds as pk
 from ._jit import jit
-from .replay import N_ASSIGNED, N_EVICTED, learn_binary_row, paacds_row, query_step
+from .replay import N_ASSIGNED, N_EVICTED, T, forget_evicted, gather_row, observe_score_dense, remap
 
 # What the loop returns as its second value.
 DONE, NEED_SIGN = 0, 1
@@ -47,21 +47,42 @@ def paacds_binary_log_loop(
     what ``decide_one`` gives) are kept in ``feat_slots``/``feat_z`` (n x width)
     and their count in ``feat_k``, for label requests and the label journal."""
     n = X.shape[0]
-    carry = np.array([counters[N_EVICTED], -1, -1, 0], dtype=np.int64)
+    evicted_before = counters[N_EVICTED]
+    assigned_before = -1
+    mapped_evictions = -1
+    dense = False
     i = start
     if resume_k >= 0:
         k = resume_k
         c = int(codes[i])
-        learn_binary_row(slots, vals, k, code_sign[c], W, b, active, h, C, variant_i, learn_intercept,
-                         tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+        if pk.learn_binary(slots, vals, k, code_sign[c], W, b, active, h, C, variant_i, learn_intercept):
+            pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
         i += 1
     while i < n:
-        k = paacds_row(
-            X, i, True, col_slot, slot_col, changed, counters,
-            count, mean, var, last_seen, forget, eps, z_max, evict_after,
-            W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores, col_key, tie_key,
-            slots, vals, xs, zs, hs, carry,
+        # the per-row step, as in replay.paacds_loop (see "The per-row step" there)
+        k = gather_row(
+            X, i, col_slot, slot_col, changed, slots, vals, counters,
+            count, mean, var, last_seen, evict_after,
         )
+        if counters[N_EVICTED] != evicted_before:
+            evicted_before = counters[N_EVICTED]
+            forget_evicted(slots, k, changed, W, active, h, h_n, h_mean, h_var)
+        if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
+            assigned_before = counters[N_ASSIGNED]
+            mapped_evictions = counters[N_EVICTED]
+            dense = remap(True, col_slot, slot_col, assigned_before, col_key, tie_key)
+        if dense:
+            observe_score_dense(
+                X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
+                count, mean, var, last_seen, counters[T], forget, eps, z_max,
+                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+            )
+        else:
+            pk.observe_scores(
+                slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
+                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+            )
+        counters[T] += 1
         if feat_k.shape[0] == n:
             feat_k[i] = k
             for j in range(k):
@@ -70,14 +91,77 @@ def paacds_binary_log_loop(
         q = scores[0]
         pred[i] = 1 if q > 0.0 else -1  # a zero margin predicts the negative label
         margin_out[i] = q
-        ask, delta = query_step(q, delta, rng_state, target, gain)
+        ask, delta = pk.query(q, delta, rng_state, target, gain)
         asked_out[i] = ask
         c = int(codes[i])
         if (ask or not active_learning) and c >= 0:
             sign = code_sign[c]
             if sign == 0.0:
                 return i, NEED_SIGN, delta, k
-            learn_binary_row(slots, vals, k, sign, W, b, active, h, C, variant_i, learn_intercept,
-                             tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+            if pk.learn_binary(slots, vals, k, sign, W, b, active, h, C, variant_i, learn_intercept):
+                pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
         i += 1
     return n, DONE, delta, 0
+
+
+@jit
+def arow_binary_log_loop(
+    X, codes, code_sign, start, resume_n, active_learning,
+    col_slot, slot_col, changed, counters,
+    count, mean, var, last_seen, forget, eps, z_max, evict_after,
+    edges, bin_freq, capacity, feature_slots, feature_z,
+    W, S, b, Sb, out_m, out_v, r, floor, power, prior_var, rng_state, threshold, adapt, target, gain,
+    slots, vals, pred, margin_out, asked_out, feat_k, feat_slots, feat_z,
+):
+    """Binary ActiveAROW over rows ``start..`` of X, as :func:`paacds_binary_log_loop`
+    runs PAACDS: per row, claim slots for new columns (the model forgets recycled
+    ones: ``arow.forget_slot`` and ``arow.forget_bins``, as the learner's
+    ``_forget_slot``), then ``arow.decide_learn_binary``, the kernel of the
+    per-message path, deciding and learning a label whose sign is known.
+
+    Returns ``(row, status, threshold, n)``: ``status`` DONE when every row is
+    done, NEED_SIGN when row ``row`` is to be learned with a label whose sign is
+    unknown: its ``n`` features are in ``feature_slots``/``feature_z``; call again
+    with ``start=row, resume_n=n`` and the sign in ``code_sign``, which learns them
+    first (``arow.learn_row``, what ``learn`` does on the same features).
+    ``resume_n < 0`` starts row ``start`` from the beginning. ``feat_*`` as in
+    :func:`paacds_binary_log_loop`."""
+    n = X.shape[0]
+    evicted_before = counters[N_EVICTED]
+    i = start
+    if resume_n >= 0:
+        ak.learn_row(feature_slots, feature_z, resume_n, code_sign[int(codes[i])], W, S, b, Sb, 0, r, floor)
+        i += 1
+    while i < n:
+        k = gather_row(
+            X, i, col_slot, slot_col, changed, slots, vals, counters,
+            count, mean, var, last_seen, evict_after,
+        )
+        if counters[N_EVICTED] != evicted_before:
+            evicted_before = counters[N_EVICTED]
+            for j in range(k):
+                if changed[slots[j]] == 2:
+                    ak.forget_slot(slots[j], W, S, prior_var)
+                    ak.forget_bins(slots[j], bin_freq, capacity, W, S, prior_var)
+                    changed[slots[j]] = 1
+        c = int(codes[i])
+        sign = code_sign[c] if c >= 0 else 0.0
+        margin, ask, threshold, _ = ak.decide_learn_binary(
+            slots, vals, k, counters[T], threshold, sign, active_learning,
+            count, mean, var, last_seen, forget, eps, z_max,
+            edges, bin_freq, capacity, feature_slots, feature_z,
+            W, S, b, Sb, out_m, out_v, r, floor, power, rng_state, adapt, target, gain,
+        )
+        counters[T] += 1
+        if feat_k.shape[0] == n:
+            feat_k[i] = k
+            for j in range(k):
+                feat_slots[i, j] = slots[j]
+                feat_z[i, j] = vals[j]
+        pred[i] = 1 if margin > 0.0 else -1  # a zero margin predicts the negative label
+        margin_out[i] = margin
+        asked_out[i] = ask
+        if (ask or not active_learning) and c >= 0 and sign == 0.0:
+            return i, NEED_SIGN, threshold, k * (1 + bin_freq.shape[1])
+        i += 1
+    return n, DONE, threshold, 0

@@ -21,7 +21,7 @@ T, N_ASSIGNED, N_IGNORED, N_EVICTED = 0, 1, 2, 3
 
 
 @jit
-def _gather_row(
+def gather_row(
     X, i, col_slot, slot_col, changed, slots, vals, counters,
     count, mean, var, last_seen, evict_after,
 ):
@@ -73,7 +73,7 @@ def n_columns_assigned(col_slot, slot_col, n_assigned):
     """How many of the first ``n_assigned`` slots belong to a column, or -1
     if a column has no slot yet.  Equal to ``n_assigned`` when every slot in
     use is a column of X and every column has one: then the row can be
-    processed slot-wise (see ``_observe_score_dense``)."""
+    processed slot-wise (see ``observe_score_dense``)."""
     for j in range(col_slot.shape[0]):
         if col_slot[j] < 0:
             return -1
@@ -84,7 +84,7 @@ def n_columns_assigned(col_slot, slot_col, n_assigned):
 
 
 @jit
-def _observe_score_dense(
+def observe_score_dense(
     X, i, slot_col, slots, vals, k, xs, zs, hs, n_slots,
     count, mean, var, last_seen, t, forget, eps, z_max,
     W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
@@ -138,70 +138,40 @@ def _observe_score_dense(
     scores[0] = acc * p_s + b[0]
 
 
-@jit
-def paacds_row(
-    X, i, binary, col_slot, slot_col, changed, counters,
-    count, mean, var, last_seen, forget, eps, z_max, evict_after,
-    W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores, col_key, tie_key,
-    slots, vals, xs, zs, hs, carry,
-):
-    """PAACDS's per-row step before the prediction, shared by every PAACDS loop
-    (``paacds_loop`` here, ``log_replay.paacds_binary_log_loop``): claim slots for
-    row i's new columns (the model forgets recycled ones), observe and score it
-    into ``scores``, and count it. Returns the row's feature count ``k`` (its
-    features are in ``slots``/``vals``). ``carry`` holds what the step keeps from
-    row to row: evictions seen, slots assigned and evictions when the mapping was
-    last checked, and whether rows can be handled slot-wise (1) or not (0); start
-    it as ``[counters[N_EVICTED], -1, -1, 0]``."""
-    k = _gather_row(
-        X, i, col_slot, slot_col, changed, slots, vals, counters,
-        count, mean, var, last_seen, evict_after,
-    )
-    if counters[N_EVICTED] != carry[0]:
-        carry[0] = counters[N_EVICTED]
-        for j in range(k):
-            if changed[slots[j]] == 2:
-                pk.forget_slot(slots[j], W, active, h, h_n, h_mean, h_var)
-                changed[slots[j]] = 1
-    if counters[N_ASSIGNED] != carry[1] or counters[N_EVICTED] != carry[2]:
-        # the column-to-slot mapping changed: can rows be handled slot-wise?
-        carry[1] = counters[N_ASSIGNED]
-        carry[2] = counters[N_EVICTED]
-        carry[3] = binary and carry[1] == n_columns_assigned(col_slot, slot_col, carry[1])
-        # sparsify breaks ties by the channel names' keys (col_key per column)
-        for s in range(carry[1]):
-            if slot_col[s] >= 0:
-                tie_key[s] = col_key[slot_col[s]]
-    if carry[3]:
-        _observe_score_dense(
-            X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
-            count, mean, var, last_seen, counters[T], forget, eps, z_max,
-            W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
-        )
-    else:
-        pk.observe_scores(
-            slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
-            W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
-        )
-    counters[T] += 1
-    return k
+# The per-row step. PAACDS's step before the prediction is written out in each
+# PAACDS loop (``paacds_loop`` here, ``log_replay.paacds_binary_log_loop``), the
+# same lines in both: gather row i (claiming slots for new columns), make the
+# model forget recycled slots (``forget_evicted``), re-check the mapping when it
+# changed (``remap``), observe and score (``observe_score_dense`` or
+# ``paacds.observe_scores``), count the row; after the prediction, the query
+# (``paacds.query``) and, when learning, ``paacds.learn_binary`` then
+# ``paacds.sparsify`` if the weights moved. It was one shared function taking 33
+# arrays once (and two small wrappers of the query and the learning), and those
+# calls per row made the array replay 0.6x as fast (issue 25: numba passes and
+# reference-counts every array argument of a call it does not inline): the
+# parts that run only when the mapping changes are functions, the rest is not.
 
 
 @jit
-def query_step(q, delta, rng_state, target, gain):
-    """Draw the query for margin q, adapt delta to the target rate and hold the
-    budget (``rng_state``: the learner's query state, :mod:`.rate_control`), as
-    ``paacds.decide`` does: ``(ask, delta)``."""
-    return pk.query(q, delta, rng_state, target, gain)
+def forget_evicted(slots, k, changed, W, active, h, h_n, h_mean, h_var):
+    """The model forgets the slots row's gathering recycled (``changed == 2``,
+    see :func:`gather_row`); they are then marked as merely reassigned."""
+    for j in range(k):
+        if changed[slots[j]] == 2:
+            pk.forget_slot(slots[j], W, active, h, h_n, h_mean, h_var)
+            changed[slots[j]] = 1
 
 
 @jit
-def learn_binary_row(slots, vals, k, sign, W, b, active, h, C, variant_i, learn_intercept,
-                     tie_key, n_assigned, lam, B, max_weights, idx_buf, score_buf):
-    """Binary PAACDS learns the row's features with label sign; sparsify if it changed."""
-    changed_w = pk.learn_binary(slots, vals, k, sign, W, b, active, h, C, variant_i, learn_intercept)
-    if changed_w:
-        pk.sparsify(W, active, h, tie_key, n_assigned, lam, B, max_weights, idx_buf, score_buf)
+def remap(binary, col_slot, slot_col, n_assigned, col_key, tie_key):
+    """After the column-to-slot mapping changed: refresh the slots' tie-break
+    keys (``sparsify`` breaks ties by the channel names' keys, ``col_key`` per
+    column) and say whether rows can now be handled slot-wise
+    (:func:`observe_score_dense`)."""
+    for s in range(n_assigned):
+        if slot_col[s] >= 0:
+            tie_key[s] = col_key[slot_col[s]]
+    return binary and n_assigned == n_columns_assigned(col_slot, slot_col, n_assigned)
 
 
 @jit
@@ -227,14 +197,35 @@ def paacds_loop(
     xs = np.empty(W.shape[1], dtype=np.float64)
     zs = np.empty(W.shape[1], dtype=np.float64)
     hs = np.empty(W.shape[1], dtype=np.float64)
-    carry = np.array([counters[N_EVICTED], -1, -1, 0], dtype=np.int64)
+    evicted_before = counters[N_EVICTED]
+    assigned_before = -1
+    mapped_evictions = -1
+    dense = False
     for i in range(n):
-        k = paacds_row(
-            X, i, binary, col_slot, slot_col, changed, counters,
-            count, mean, var, last_seen, forget, eps, z_max, evict_after,
-            W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores, col_key, tie_key,
-            slots, vals, xs, zs, hs, carry,
+        # the per-row step (see "The per-row step" above)
+        k = gather_row(
+            X, i, col_slot, slot_col, changed, slots, vals, counters,
+            count, mean, var, last_seen, evict_after,
         )
+        if counters[N_EVICTED] != evicted_before:
+            evicted_before = counters[N_EVICTED]
+            forget_evicted(slots, k, changed, W, active, h, h_n, h_mean, h_var)
+        if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
+            assigned_before = counters[N_ASSIGNED]
+            mapped_evictions = counters[N_EVICTED]
+            dense = remap(binary, col_slot, slot_col, assigned_before, col_key, tie_key)
+        if dense:
+            observe_score_dense(
+                X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
+                count, mean, var, last_seen, counters[T], forget, eps, z_max,
+                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+            )
+        else:
+            pk.observe_scores(
+                slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
+                W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+            )
+        counters[T] += 1
         if binary:
             q = scores[0]
             pred[i] = 1 if q > 0.0 else -1
@@ -243,12 +234,12 @@ def paacds_loop(
             q = 0.0 if runner < 0 else scores[best] - scores[runner]
             pred[i] = best if n_known > 0 else -1
         margin_out[i] = q
-        ask, delta = query_step(q, delta, rng_state, target, gain)
+        ask, delta = pk.query(q, delta, rng_state, target, gain)
         asked_out[i] = ask
         if ask or not active_learning:
             if binary:
-                learn_binary_row(slots, vals, k, y[i], W, b, active, h, C, variant_i, learn_intercept,
-                                 tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+                if pk.learn_binary(slots, vals, k, y[i], W, b, active, h, C, variant_i, learn_intercept):
+                    pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
             else:
                 code = int(y[i])
                 c = code_class[code]
@@ -276,7 +267,7 @@ def pa_loop(
     vals = np.empty(X.shape[1], dtype=np.float64)
     evicted_before = counters[N_EVICTED]
     for i in range(X.shape[0]):
-        k = _gather_row(
+        k = gather_row(
             X, i, col_slot, slot_col, changed, slots, vals, counters,
             count, mean, var, last_seen, evict_after,
         )

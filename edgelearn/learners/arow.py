@@ -12,6 +12,7 @@ import numpy as np
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
 from ..kernels.rate_control import budgeted_query, new_query_state, widened
+from .arrays import RowsPass, RowsResult, feature_buffers, run_signed
 from .base import Decision, Learner, softmax_proba
 from .budget import HeldBudget
 from .mergeable import Mergeable
@@ -189,7 +190,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     """
 
     tasks = frozenset({"binary", "multiclass"})
-    capabilities = frozenset({"decide_learn", "label_rate", "merge"})
+    capabilities = frozenset({"decide_learn", "log_loop", "batch_pass", "label_rate", "merge"})
     asks_selectively = True
     zero_margin_positive = False  # _score: margin > 0 (one_call.py)
     _shared_summed = ("intercept_precision", "intercept_precision_mean")
@@ -248,12 +249,6 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         self._u = 0.0  # the last scored instance's |margin| / sd, for _ask
         self._fused = Fused()  # see decide_learn_claimed
 
-    def can(self, capability: str) -> bool:
-        # The merge is the binary model's (one belief row).
-        if capability == "merge":
-            return self.binary
-        return super().can(capability)
-
     @property
     def current_threshold(self) -> float:
         """``threshold`` as the budget control has left it."""
@@ -284,6 +279,55 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
             fused.model)
         space.advance()
         return margin, asked, learned
+
+    def can(self, capability: str) -> bool:
+        # The jitted log loop and batch pass are binary (kernels/log_replay.py), and so
+        # is the merge (one belief row).
+        if capability in ("log_loop", "batch_pass", "merge") and not self.binary:
+            return False
+        return super().can(capability)
+
+    def run_rows(self, rows: RowsPass) -> RowsResult:
+        """A binary stream's rows through one jitted loop (the ``"log_loop"`` and
+        ``"batch_pass"`` capabilities), with the predictions, queries, learning and final state of
+        :meth:`decide_one` and :meth:`learn` reading by reading
+        (``kernels/log_replay.py``'s ``arow_binary_log_loop``, which runs the
+        per-message path's kernel row by row). A label the learner meets for the
+        first time stops the loop; it is registered with the targets, as
+        :meth:`learn` would, and the loop goes on from that row."""
+        from ..kernels import log_replay as loop
+
+        X, names = rows.X, rows.names
+        n = X.shape[0]
+        space = self.channels
+        col_slot, slot_col, changed, counters = space.column_map(names)
+        width = max(len(names), 1)
+        slots = np.empty(width, dtype=np.int32)
+        vals = np.empty(width, dtype=np.float64)
+        pred = np.empty(n, dtype=np.int64)
+        margins = np.empty(n, dtype=np.float64)
+        asked = np.zeros(n, dtype=np.bool_)
+        target = self.target_query_rate
+        feat_k, feat_slots, feat_z = feature_buffers(n, width, rows.keep_features)
+
+        def run(code_sign, start, resume_n, threshold):
+            row, status, threshold, n_features = loop.arow_binary_log_loop(
+                X, rows.codes, code_sign, start, resume_n, rows.learn_if_asked,
+                col_slot, slot_col, changed, counters,
+                space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+                space.z_max, space.evict_after,
+                self._edges, self.bin_freq, self.capacity, self._feature_slots, self._feature_z,
+                self.W, self.S, self.b, self.Sb, self._m, self._v, self._r, self._floor,
+                float(self.query_power), _PRIOR_VAR, self.rng_state, threshold, target is not None,
+                0.0 if target is None else float(target), float(self.budget_gain),
+                slots, vals, pred, margins, asked, feat_k, feat_slots, feat_z,
+            )
+            return row, status == loop.DONE, threshold, n_features
+
+        threshold, states = run_signed(self.targets, rows, self._current_threshold, run)
+        self._current_threshold = float(threshold)
+        space.take_column_map(names, slot_col, changed, counters)
+        return RowsResult(pred, margins, asked, feat_k, feat_slots, feat_z, states)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the

@@ -142,3 +142,31 @@ def feature_buffers(n: int, width: int, keep: bool) -> tuple[np.ndarray, np.ndar
         return (np.empty(n, dtype=np.int64), np.empty((n, width), dtype=np.int32),
                 np.empty((n, width), dtype=np.float64))
     return np.empty(0, dtype=np.int64), np.empty((0, 1), dtype=np.int32), np.empty((0, 1))
+
+
+def run_signed(targets, rows: RowsPass, carried: float, run: Callable) -> tuple[float, list]:
+    """Drive a binary learner's jitted row loop that stops at a label whose side is
+    not known yet (``kernels/log_replay.py``): each label's sign, known ones now
+    (``sign`` of a known label changes nothing) and a new one when the loop stops
+    at the row that first learns it, where it is registered with ``targets``, as
+    ``learn`` would, and the loop goes on from that row.
+
+    ``run(code_sign, start, resume, carried)`` runs the loop from row ``start``
+    (``resume``: what the loop returned to finish a stopped row, -1 for none) and
+    returns ``(row, done, carried, resume)``; ``carried`` is the learner's query
+    level, handed from call to call. Returns the final ``carried`` and the targets'
+    states as the predictions saw them (``RowsResult.label_states``)."""
+    codes, labels = rows.codes, rows.labels
+    code_sign = np.zeros(max(len(labels), 1))
+    for code, y in enumerate(labels):
+        code_sign[code] = targets.known_sign(y)
+    states: list[tuple[int, list]] = [(-1, targets.to_state())]
+    start, resume = 0, -1
+    while True:
+        row, done, carried, resume = run(code_sign, start, resume, carried)
+        if done:
+            return carried, states
+        code = int(codes[row])
+        code_sign[code] = targets.sign(labels[code])
+        states.append((row, targets.to_state()))
+        start = row

@@ -15,6 +15,7 @@ from .arrays import (
     array_labels,
     feature_buffers,
     run_columns,
+    run_signed,
     user_predictions,
 )
 from .budget import HeldBudget
@@ -313,14 +314,8 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
         from ..channels import name_key
         from ..kernels import log_replay as loop
 
-        X, names, codes, labels = rows.X, rows.names, rows.codes, rows.labels
+        X, names = rows.X, rows.names
         n = X.shape[0]
-        code_sign = np.zeros(max(len(labels), 1))
-        # Labels the learner knows already have their side now (sign() of a known label
-        # changes nothing); a new one gets it when first learned, in the loop's order.
-        targets = self.targets
-        for code, y in enumerate(labels):
-            code_sign[code] = targets.known_sign(y)
         space = self.channels
         col_slot, slot_col, changed, counters = space.column_map(names)
         width = max(len(names), 1)
@@ -334,11 +329,10 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
         col_key = np.array([name_key(c) for c in names], dtype=np.float64)
         target = 0.0 if self.target_query_rate is None else float(self.target_query_rate)
         feat_k, feat_slots, feat_z = feature_buffers(n, width, rows.keep_features)
-        states: list[tuple[int, list]] = [(-1, targets.to_state())]
-        start, resume_k, delta = 0, -1, self._current_delta
-        while True:
+
+        def run(code_sign, start, resume_k, delta):
             row, status, delta, k = loop.paacds_binary_log_loop(
-                X, codes, code_sign, start, resume_k, rows.learn_if_asked,
+                X, rows.codes, code_sign, start, resume_k, rows.learn_if_asked,
                 col_slot, slot_col, changed, counters,
                 space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
                 space.z_max, space.evict_after,
@@ -349,12 +343,9 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
                 self._scores, slots, vals, xs, zs, hs, pred, margins, asked,
                 feat_k, feat_slots, feat_z,
             )
-            if status == loop.DONE:
-                break
-            code = int(codes[row])
-            code_sign[code] = targets.sign(labels[code])
-            states.append((row, targets.to_state()))
-            start, resume_k = row, k
+            return row, status == loop.DONE, delta, k
+
+        delta, states = run_signed(self.targets, rows, self._current_delta, run)
         self._current_delta = float(delta)
         space.take_column_map(names, slot_col, changed, counters)
         return RowsResult(pred, margins, asked, feat_k, feat_slots, feat_z, states)
