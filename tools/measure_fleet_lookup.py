@@ -6,7 +6,7 @@ Pipeline.handle's cost per message, in this process.
 """
 import timeit
 from firmware_bridge.service.config import load_config
-from firmware_bridge.service.gateway import _sink_topics
+from firmware_bridge.service.sinks.routing import sink_routes
 from firmware_bridge.wire import encode_data
 config, _ = load_config(None, {"checkpoints.directory": ""})
 p = config.make_pipeline()
@@ -16,8 +16,8 @@ for i, m in enumerate(msgs[:2000]):
 it = iter(msgs[2000:])
 n = 15000
 handle = min(timeit.repeat(lambda: p.handle("sensors/s1/data", next(it), 0.0), number=n // 3, repeat=3)) / (n // 3) * 1e6
-off = _sink_topics({"homeassistant/status": 1})
-on = _sink_topics({"homeassistant/status": 1, "edgelearn/fleet/default/+": 2})
+off = sink_routes({"homeassistant/status": 1})
+on = sink_routes({"homeassistant/status": 1, "edgelearn/fleet/default/+": 2})
 t = "sensors/s1/data"
 c_off = min(timeit.repeat(lambda: t in off, number=200000, repeat=5)) / 200000 * 1e6
 c_on = min(timeit.repeat(lambda: t in on, number=200000, repeat=5)) / 200000 * 1e6

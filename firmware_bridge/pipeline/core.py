@@ -36,7 +36,7 @@ from .lean import UNLABELLED, LeanBinary
 from .pending import PendingEntry, PendingLabels
 from .ratelog import RateLimitedLog
 from .streams import StreamState, compile_stream_pattern, state_problem
-from .tally import LABEL_REJECTS, Outbound, Tally
+from .tally import Outbound, Tally
 from .tasks import SETTLED_TYPES
 
 __all__ = ["LABEL_POLICIES", "Pipeline", "StateMismatch"]
@@ -627,19 +627,7 @@ class Pipeline:
         counters prefixed ``label_`` (``label_pending`` is a gauge); and ``rejected``,
         the sum of every reject.
         """
-        tally = self.tally
-        counts = tally.totals()
-        counts.update(tally.sequence)
-        counts.update(tally.rejects.as_dict())
-        counts.update(tally.own_rejects)
-        for key, value in self.labels.as_dict().items():
-            counts[f"label_{key}"] = value
-        counts["rejected"] = (
-            tally.rejects.total_rejects
-            + sum(tally.own_rejects.values())
-            + sum(counts[key] for key in LABEL_REJECTS)
-        )
-        return counts
+        return self.tally.counters(self.labels.as_dict())
 
     def memory(self) -> dict[str, int]:
         """The memory budget in bytes, fixed by the construction parameters:

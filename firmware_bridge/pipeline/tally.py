@@ -105,3 +105,16 @@ class Tally:
             "learned": self.learned,
         }
 
+
+    def counters(self, label_table: dict[str, int]) -> dict[str, int]:
+        """Every counter (:meth:`Pipeline.counters`), with the label table's counts
+        ``label_table`` prefixed ``label_``, and ``rejected``, the sum of every reject."""
+        counts = self.totals()
+        counts.update(self.sequence)
+        counts.update(self.rejects.as_dict())
+        counts.update(self.own_rejects)
+        for key, value in label_table.items():
+            counts[f"label_{key}"] = value
+        counts["rejected"] = (self.rejects.total_rejects + sum(self.own_rejects.values())
+                              + sum(counts[key] for key in LABEL_REJECTS))
+        return counts

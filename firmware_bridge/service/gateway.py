@@ -38,7 +38,6 @@ import time
 from typing import Any
 
 import paho.mqtt
-from paho.mqtt.client import topic_matches_sub
 
 import edgelearn
 
@@ -53,6 +52,7 @@ from .mqtt import InboundMessage, MqttBridge
 from ..pipeline import RateLimitedLog
 from ..wire import encode_status
 from .sinks import EVENTS, make_sinks
+from .sinks.routing import fan_out, sink_routes
 from .systemd import SystemdNotifier
 
 __all__ = ["TICK_SECONDS", "Gateway", "NORMAL_PIPELINE_COUNTERS"]
@@ -163,11 +163,11 @@ class Gateway:
                     for event in EVENTS}
         self._status_sinks = by_event["status"]
         self._tick_sinks = by_event["tick"]
-        self._sink_topics = _sink_topics({topic: sink for sink in by_event["inbound"]
+        self._sink_topics = sink_routes({topic: sink for sink in by_event["inbound"]
                                           for topic in sink.subscriptions()})
         outbound = [sink.on_outbound for sink in by_event["outbound"]]
         # The per-message path calls the one outbound sink directly (the MQTT outputs).
-        self._on_outbound = outbound[0] if len(outbound) == 1 else _fan_out(outbound)
+        self._on_outbound = outbound[0] if len(outbound) == 1 else fan_out(outbound)
         self._last_checkpoint = self._started  # monotonic
         subscriptions = config.topics.inbound_filters() + tuple(self._sink_topics)
         self.bridge = MqttBridge(
@@ -679,50 +679,6 @@ class Gateway:
 
 def _name_failures(failed: dict[str, Exception]) -> str:
     return "; ".join(f"{stream!r}: {exc}" for stream, exc in failed.items())
-
-
-class _TopicFilters(dict):
-    """Sinks by topic filter, answering ``in`` and ``get`` for a topic that a
-    wildcard filter (``+``, ``#``) matches too (the fleet's ``edgelearn/fleet/G/+``).
-    Every inbound message asks: a topic outside every filter's fixed prefix (a
-    sensor's) is answered by one ``startswith`` per filter."""
-
-    def __init__(self, by_filter: dict):
-        super().__init__(by_filter)
-        self._wildcards = [(f[:min(i for i in (f.find("+"), f.find("#")) if i >= 0)], f, sink)
-                           for f, sink in by_filter.items() if "+" in f or "#" in f]
-
-    def get(self, topic, default=None):
-        sink = dict.get(self, topic)
-        if sink is not None:
-            return sink
-        for prefix, pattern, candidate in self._wildcards:
-            if topic.startswith(prefix) and topic_matches_sub(pattern, topic):
-                return candidate
-        return default
-
-    def __contains__(self, topic) -> bool:
-        return self.get(topic) is not None
-
-
-def _sink_topics(by_filter: dict) -> dict:
-    # A plain dict unless a sink subscribes with a wildcard, so the per-message
-    # lookup stays a dict's when no such sink runs.
-    if any("+" in f or "#" in f for f in by_filter):
-        return _TopicFilters(by_filter)
-    return by_filter
-
-
-def _fan_out(calls: list) -> Any:
-    """One outbound call for several sinks: each in turn; the first one's info (the
-    MQTT outputs') is what an ack waits for."""
-    def on_outbound(outbound: Any) -> Any:
-        info = calls[0](outbound)
-        for call in calls[1:]:
-            call(outbound)
-        return info
-
-    return on_outbound
 
 
 def _taken_by_broker(info: Any) -> bool:
