@@ -365,10 +365,11 @@ class Pipeline:
             stream.asked += 1
         fields = {"seq": seq, "ts": ts, "y": label, "score": decision.score, "query": ask}
         extra = decision.extra
+        rules = stream.rules
         if extra is not None:  # the task's own outputs (an interval, the channels behind an alarm)
+            extra = rules.outputs(extra)
             fields.update(extra)
         stream.last_output = fields
-        rules = stream.rules
         if rules.note is not None:
             rules.note(stream, label)
         tally.predictions += 1
