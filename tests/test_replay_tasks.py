@@ -108,3 +108,32 @@ def test_a_soft_sensor_csv_replays_with_prediction_interval_and_asked(tmp_path):
     # the learner's own default budget (20% of the references), held
     assert stream["labels_used"] == sum(r["asked"] == "1" for r in out)
     assert abs(stream["labels_used"] / 1500 - 0.2) < 0.02
+
+
+def test_tune_ranks_an_anomaly_detector_by_its_nab_score(tmp_path):
+    names = ["artificialWithAnomaly/art_daily_jumpsup.csv", "artificialWithAnomaly/art_daily_flatmiddle.csv"]
+    files = [str(NAB / "data" / f"{name}.gz") for name in names]
+    out = subprocess.run([sys.executable, "-m", "firmware_bridge", "tune", "--task", "anomaly", *files,
+                          "--grid", "alarm_threshold=0.5,0.9", "--results", str(tmp_path / "r.jsonl"),
+                          "--json", "--quiet"], capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    ranked = json.loads(out.stdout)["ranked"]
+    assert json.loads(out.stdout)["metric"] == "nab"
+    assert ranked[0]["nab"] >= ranked[1]["nab"]
+    # each set's score, computed here: the default detector's own alarms, NAB's scorer
+    from edgelearn.nab import PROFILES, NabSeries, Sweep, normalized
+
+    windows = json.loads((NAB / "labels" / "combined_windows.json").read_text())
+    for row in ranked:
+        series, alarms = [], []
+        for name, path in zip(names, files):
+            with gzip.open(path, "rt", newline="") as f:
+                rows = list(csv.DictReader(f))
+            stamps = [r["timestamp"] for r in rows]
+            spans = [(stamps.index(a[:19]), stamps.index(b[:19])) for a, b in windows[name]]
+            series.append(NabSeries(name, stamps, None, spans))
+            detector = edgelearn.make_learner(task="anomaly", params=row["params"])
+            alarms.append([float(detector.decide_one({"value": float(r["value"])}).label) for r in rows])
+        sweep = Sweep(series, PROFILES["standard"])
+        assert row["nab"] == pytest.approx(normalized(sweep.raw_at(alarms, 0.5), sweep), abs=1e-9)
+        assert row["alarms"] == sum(sum(a) for a in alarms)
