@@ -84,7 +84,7 @@ _CAPABILITY_METHODS = {
     "log_loop": ("run_rows",),
     "batch_pass": ("run_rows",),
     "label_rate": (),
-    "merge": ("merge",),
+    "merge": ("contribution", "merge", "from_group", "load_group"),
 }
 
 

@@ -172,6 +172,29 @@ x = 1
     assert all(str(broken) in line for line in lines)
 
 
+def test_an_omitted_learner_section_takes_what_the_shipped_file_shows(tmp_path):
+    """The shipped file says omitted keys take the values it shows; for the default
+    kind that is capacity 64 and target_query_rate 0.1, not the learner's own 256 and
+    0.2 (issue 28, defect 3). Keys set override them; other kinds keep their own."""
+    shipped = {key: value for key, value in tomllib.loads(SHIPPED.read_text())["learner"]
+               ["params"].items()}
+    path = tmp_path / "g.toml"
+    for text, expected in [
+        ("", shipped),
+        ("[learner]\n", shipped),
+        ("[learner.params]\ncapacity = 32\n", {**shipped, "capacity": 32}),
+        (f'[learner]\nkind = "{edgelearn.DEFAULT_KIND}"\n', shipped),
+    ]:
+        path.write_text(text)
+        config, errors = load_config(path)
+        assert errors == [], (text, errors)
+        learner = edgelearn.make_learner(config.learner_kind, config.learner_params)
+        assert {key: getattr(learner, key) for key in expected} == expected, text
+    path.write_text('[learner]\nkind = "paacds"\n')
+    config, errors = load_config(path)
+    assert errors == [] and config.learner_params == {}
+
+
 def test_learner_params_are_checked_by_the_learner(tmp_path, capsys):
     path = tmp_path / "g.toml"
     path.write_text('[learner]\nkind = "pa"\n[learner.params]\ncapacity = 0\nC = 1.0\ngamma = 2\n')

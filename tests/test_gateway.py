@@ -172,9 +172,9 @@ def test_one_counter_registry_feeds_the_status_the_cli_and_an_exporter(tmp_path,
     assert f"also: {rejected_by[0]} 1" in out
     # An exporter reads the same registry.
     text = gateway.registry.exposition(labels={"gateway": "gw1"})
-    assert 'edgelearn_data{gateway="gw1"} 1' in text
+    assert 'edgelearn_data_total{gateway="gw1"} 1' in text
     assert "# TYPE edgelearn_label_pending gauge" in text
-    assert "# TYPE edgelearn_checkpoints_written counter" in text
+    assert "# TYPE edgelearn_checkpoints_written_total counter" in text
 
 
 def test_sequence_counts_reach_the_status_and_edgelearn_status(tmp_path, capsys):

@@ -436,6 +436,45 @@ def test_a_message_from_mosquitto_pub_is_predicted(broker, gateways, observer_fa
     assert len(json.loads(shown.stdout)["streams"]) == 200
 
 
+def test_json_outputs_are_the_same_messages_and_a_json_answer_is_learned(
+        broker, gateways, observer_factory):
+    """[outputs] prediction/label_request = "json": a Node-RED flow or an HA template
+    reads the same fields as JSON; the labeller answers in JSON; nothing else changes."""
+    observer = observer_factory(broker.port, subscribe=(TOPICS.filter("status"),))
+    raw: list[tuple[str, bytes]] = []
+    listener = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5)
+    listener.on_message = lambda c, u, m: raw.append((m.topic, m.payload))
+    listener.on_connect = lambda c, *a: c.subscribe(
+        [(TOPICS.filter("prediction"), 1), (TOPICS.filter("label_request"), 1)])
+    listener.connect("127.0.0.1", broker.port)
+    listener.loop_start()
+    try:
+        gateway = gateways(broker.port, target_query_rate=1.0,
+                           extra='[outputs]\nprediction = "json"\nlabel_request = "json"\n')
+        gateway.start()
+        gateway.wait_online(observer)
+        n = 5
+        for seq in range(n):
+            observer.publish(*_data("js", seq))
+        wait_until(lambda: sum(TOPICS.parse(t)[0] == "prediction" for t, _ in raw) == n
+                   and any(TOPICS.parse(t)[0] == "label_request" for t, _ in raw), 30,
+                   "the predictions and a label request")
+        decoded = [(TOPICS.parse(t)[0], json.loads(p)) for t, p in raw]  # JSON, every one
+        predictions = [m for kind, m in decoded if kind == "prediction"]
+        assert sorted(m["seq"] for m in predictions) == list(range(n))
+        assert all({"seq", "ts", "y", "score", "query"} <= set(m) for m in predictions)
+        request = next(m for kind, m in decoded if kind == "label_request")
+        assert {"req", "seq", "ttl"} <= set(request), request
+        observer.publish(TOPICS.label("js"), json.dumps({"req": request["req"], "y": True}).encode())
+        wait_until(lambda: (s := observer.status()) and s["streams"].get("js", {}).get(
+            "learned") == 1, 20, "the JSON answer learned")
+        assert observer.status()["counters"]["rejected"] == 0
+        assert gateway.terminate() == 0
+    finally:
+        listener.disconnect()
+        listener.loop_stop()
+
+
 # --- faults ---------------------------------------------------------------------------
 
 

@@ -90,3 +90,31 @@ def test_the_library_still_offers_everything_by_name():
     assert "OnlineEnsemble" in lines[0] and "ChannelSpace" in lines[0]
     assert lines[1] == str(sorted(["ActiveAROW", "MultiLabelKELM", "OnlineEnsemble", "PA", "PAACDS", "PAFE", "SynthesisNB"]))
     assert lines[2] == "edgelearn.evaluate edgelearn.evaluate"
+
+
+GATEWAY = textwrap.dedent("""
+    import json, sys
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.service.gateway import Gateway
+
+    config, errors = load_config(sys.argv[1])
+    assert not errors, errors
+    gateway = Gateway(config)  # built, not started: no broker needed
+    print(json.dumps(sorted(sys.modules)))
+""")
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_a_gateway_with_the_fleet_off_loads_none_of_its_code(tmp_path, enabled):
+    # The fleet's exchange code (edgelearn.contributions) loads only with [fleet] on.
+    # (The sink's module itself is read for its configuration section, as every
+    # sink's is: firmware_bridge.service.sinks.)
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'[learner]\nkind = "active_arow"\n[fleet]\nenabled = {str(enabled).lower()}\n'
+                      f'[checkpoints]\ndirectory = "{tmp_path}"\n')
+    result = subprocess.run([sys.executable, "-c", GATEWAY, str(config)], capture_output=True,
+                            text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    modules = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    assert "edgelearn.learners.arow" in modules
+    assert ("edgelearn.contributions" in modules) is enabled

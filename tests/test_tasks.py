@@ -188,7 +188,7 @@ def test_an_anomaly_stream_alarms_names_its_channels_and_learns_a_false_alarm(ki
     ha = json.loads(HomeAssistant.stream_state(status, True, "anomaly", pipeline.last_output("s")))
     assert ha["alarm"] == "ON" and ha["score"] == pytest.approx(5 / 6)
     page = render_streams({"s": status}, {"gateway": "g"})
-    assert 'edgelearn_stream_false_alarms{gateway="g",stream="s"} 1' in page
+    assert 'edgelearn_stream_false_alarms_total{gateway="g",stream="s"} 1' in page
 
 
 def test_a_csv_as_users_have_it(tmp_path):
@@ -212,3 +212,24 @@ def test_a_csv_whose_columns_collide_as_channel_names_is_refused(tmp_path):
     path.write_text("a b,a_b,y\n1,2,0\n")
     with pytest.raises(ValueError, match="give the same channel name twice"):
         csv_source(path)
+
+
+@pytest.mark.parametrize("kind", ["active_arow", "kelm_multilabel"])
+def test_nothing_scored_is_unknown_not_zero(kind):
+    """A stream whose answers never came has no accuracy (issue 28, defect 2): None in
+    its status, null in Home Assistant's state (HA shows "unknown"), NaN on /metrics;
+    the first scored answer gives a number."""
+    pipeline = Pipeline(kind, {}, topics=Topics())
+    pipeline.handle(TOPIC, encode_data(0.0, 0, {"a": 1.0, "b": 0.5}), 0.0)
+    status = pipeline.status()["streams"]["s"]
+    keys = ("accuracy", "f1") if kind == "active_arow" else ("hamming_loss", "micro_f1")
+    assert status["scored"] == 0 and all(status[key] is None for key in keys), status
+    if kind == "active_arow":
+        state = json.loads(HomeAssistant.stream_state(status, True, "binary"))
+        assert state["accuracy"] is None
+    page = render_streams({"s": status}, {"gateway": "g"})
+    assert all(f'edgelearn_stream_{key}{{gateway="g",stream="s"}} NaN' in page for key in keys)
+    y = True if kind == "active_arow" else {"x": True}
+    pipeline.handle(TOPIC, encode_data(1.0, 1, {"a": 1.0, "b": 0.5}, y), 0.0)
+    status = pipeline.status()["streams"]["s"]
+    assert status["scored"] == 1 and all(0.0 <= status[key] <= 1.0 for key in keys), status

@@ -14,6 +14,7 @@ from ..kernels import arow as K
 from ..kernels.rate_control import budgeted_query, new_query_state, widened
 from .base import Decision, Learner, softmax_proba
 from .budget import HeldBudget
+from .mergeable import Mergeable
 from .one_call import Fused, OneCallBinary, compiled_entry
 
 #: Variance of a weight never learned.  Only its ratio to ``r`` matters (AROW's
@@ -21,7 +22,7 @@ from .one_call import Fused, OneCallBinary, compiled_entry
 _PRIOR_VAR = 1.0
 
 
-class ActiveAROW(HeldBudget, OneCallBinary, Learner):
+class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     """Diagonal AROW on a channel-wise additive model, with a label budget held as a rate.
 
     The model is a Gaussian belief over the weights, ``w ~ N(W, diag(S))``,
@@ -87,6 +88,17 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
       Crammer, "Re-adapting the regularization of weights for
       non-stationary regression", ALT 2011): a well-known channel then still
       moves a bounded step when the concept drifts.
+    * **Merging** (binary): learners of one group share what they learned
+      (:mod:`edgelearn.learners.mergeable`).  Each weight's belief is a
+      Gaussian; a contribution is the change in each weight's precision
+      ``1 / S`` and precision x mean ``W / S`` since the last one, and the group
+      model adds them to the prior's, which is the precision-weighted
+      combination of Dredze, Kulesza & Crammer ("Multi-domain learning by
+      confidence-weighted parameter combination", Machine Learning 2010): each
+      weight's mean is ``sum H / sum P``, the learners that are surer of a weight
+      count more in it.  A learner starting from the group takes its means and
+      variances ``max(1 / P, variance_floor)``; bin frequencies are merged
+      weighted by the channels' counts.
     * **Multiclass** is one-vs-rest: one belief per class, the predicted
       class has the largest margin; the margin of a decision is the gap to the
       runner-up, measured against the sum of the two rows' variances.
@@ -177,9 +189,11 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
     """
 
     tasks = frozenset({"binary", "multiclass"})
-    capabilities = frozenset({"decide_learn", "label_rate"})
+    capabilities = frozenset({"decide_learn", "label_rate", "merge"})
     asks_selectively = True
     zero_margin_positive = False  # _score: margin > 0 (one_call.py)
+    _shared_summed = ("intercept_precision", "intercept_precision_mean")
+    _shared_flip = ("precision_mean", "intercept_precision_mean")
     _parameter_constraints = {
         "r": Interval(float, 0, None, closed="right"),
         "query_power": Interval(float, 0, None, closed="right"),
@@ -233,6 +247,12 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
         self._floor = float(variance_floor)
         self._u = 0.0  # the last scored instance's |margin| / sd, for _ask
         self._fused = Fused()  # see decide_learn_claimed
+
+    def can(self, capability: str) -> bool:
+        # The merge is the binary model's (one belief row).
+        if capability == "merge":
+            return self.binary
+        return super().can(capability)
 
     @property
     def current_threshold(self) -> float:
@@ -339,6 +359,53 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
         K.forget_slot(slot, self.W, self.S, _PRIOR_VAR)
         K.forget_bins(slot, self.bin_freq, self.capacity, self.W, self.S, _PRIOR_VAR)
 
+    # -- merging (edgelearn.learners.mergeable) ---------------------------------
+
+    def _shared_structure(self) -> dict:
+        if not self.binary:
+            raise ValueError(f"ActiveAROW merges binary models only; this one has n_classes={self.n_classes}.")
+        return {"n_bins": self.n_bins, "learn_intercept": self.learn_intercept}
+
+    @classmethod
+    def _shared_columns(cls, structure: dict) -> dict:
+        width = 1 + structure["n_bins"]
+        return {"precision": width, "precision_mean": width, "bin_counts": structure["n_bins"]}
+
+    def _shared_by_slot(self) -> dict:
+        # Per channel its linear weight, then its bin weights (K.expand's layout).
+        capacity, n_bins = self.capacity, self.n_bins
+        precision = 1.0 / self.S[0] - 1.0 / _PRIOR_VAR
+        precision_mean = self.W[0] / self.S[0]
+
+        def by_channel(feature_values):
+            return np.concatenate([feature_values[:capacity, None],
+                                   feature_values[capacity:].reshape(capacity, n_bins)], axis=1)
+
+        return {"precision": by_channel(precision), "precision_mean": by_channel(precision_mean),
+                "bin_counts": self.channels.count[:, None] * self.bin_freq}
+
+    def _shared_model_wide(self) -> dict:
+        if not self.learn_intercept:
+            return {"intercept_precision": np.zeros(1), "intercept_precision_mean": np.zeros(1)}
+        return {"intercept_precision": 1.0 / self.Sb[:1] - 1.0 / _PRIOR_VAR,
+                "intercept_precision_mean": self.b[:1] / self.Sb[:1]}
+
+    def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
+        capacity, n_bins, floor = self.capacity, self.n_bins, self._floor
+        for i, s in placed:
+            precision = 1.0 / _PRIOR_VAR + np.asarray(part["precision"][i], dtype=np.float64)
+            mean = np.asarray(part["precision_mean"][i], dtype=np.float64) / precision
+            features = np.r_[s, capacity + s * n_bins + np.arange(n_bins)]
+            self.W[0, features] = mean
+            self.S[0, features] = np.maximum(1.0 / precision, floor)
+            n = float(part["n"][i])
+            if n > 0 and n_bins:
+                self.bin_freq[s] = np.asarray(part["bin_counts"][i], dtype=np.float64) / n
+        if self.learn_intercept:
+            precision = 1.0 / _PRIOR_VAR + float(totals["intercept_precision"][0])
+            self.b[0] = float(totals["intercept_precision_mean"][0]) / precision
+            self.Sb[0] = max(1.0 / precision, floor)
+
     # -- state ----------------------------------------------------------------
 
     _LEARNED = ("W", "S", "b", "Sb", "bin_freq", "rng_state")
@@ -356,12 +423,16 @@ class ActiveAROW(HeldBudget, OneCallBinary, Learner):
     def _learned_state(self) -> dict:
         state = super()._learned_state()
         state["threshold"] = self._current_threshold
+        contributed = self._contribution_state()
+        if contributed is not None:
+            state["contributed"] = contributed
         return state
 
     def _load_learned(self, learned: dict) -> None:
         # States saved before the budget counted hold the generator's word alone.
         super()._load_learned({**learned, "rng_state": widened(learned["rng_state"])})
         self._current_threshold = float(learned["threshold"])
+        self._load_contribution_state(learned.get("contributed"))
 
 
 def _probit(m: float, v: float) -> float:

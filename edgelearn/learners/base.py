@@ -171,7 +171,8 @@ CAPABILITIES: dict[str, str] = {
                 "(edgelearn replay of logs)",
     "batch_pass": "run_rows(rows) on the readings of one batch message (the gateway)",
     "label_rate": "asks for a configured fraction of the labels (target_query_rate)",
-    "merge": "merge(other): an exact merge with another learner of its kind",
+    "merge": "contribution(), merge(contributions, weights) and from_group(group): share what was "
+             "learned with a group of learners of its kind (edgelearn.learners.mergeable)",
 }
 
 

@@ -8,9 +8,10 @@ from ..constraints import Boolean, Interval, Options
 from ..kernels import pa as K
 from .arrays import ArrayReplay, binary_signs, run_columns, user_predictions
 from .base import Learner, logistic_proba
+from .mergeable import Mergeable
 
 
-class PA(Learner):
+class PA(Mergeable, Learner):
     """Binary passive-aggressive classifier (Crammer et al. 2006).
 
     ``mode`` 0 is PA, 1 is PA-I (step capped at C), 2 is PA-II (soft step
@@ -20,6 +21,12 @@ class PA(Learner):
     prediction (a margin of exactly 0 predicts False, as River does).  With
     ``standardize=True`` it learns on the channel space's z values, which is
     what a sensor stream with channels in different units needs.
+
+    Merging (:mod:`edgelearn.learners.mergeable`): a group model averages its
+    learners' weights, each channel's weight weighted by the readings that
+    learner saw of that channel (the intercept by all its readings); a
+    contribution is the change since the last one in that count and in count x
+    weight, so the group's average holds each learner's latest weights once.
 
     Labels are any two values (True/False, 1/0, +1/-1, "yes"/"no"...);
     predictions are in those labels.  It wants every label: ``decide_one``
@@ -62,7 +69,9 @@ class PA(Learner):
     """
 
     tasks = frozenset({"binary"})
-    capabilities = frozenset({"array_loop"})
+    capabilities = frozenset({"array_loop", "merge"})
+    _shared_summed = ("intercept_weighted", "intercept_count")
+    _shared_flip = ("weighted_weight", "intercept_weighted")
     _parameter_constraints = {
         "C": Interval(float, 0, None, closed="right"),
         "mode": Options(0, 1, 2),
@@ -110,6 +119,45 @@ class PA(Learner):
         K.forget_slot(slot, self.w)
 
     _LEARNED = ("w", "intercept")
+
+    def _learned_state(self) -> dict:
+        state = super()._learned_state()
+        contributed = self._contribution_state()
+        if contributed is not None:
+            state["contributed"] = contributed
+        return state
+
+    def _load_learned(self, learned: dict) -> None:
+        super()._load_learned(learned)
+        self._load_contribution_state(learned.get("contributed"))
+
+    # -- merging (edgelearn.learners.mergeable) ---------------------------------
+
+    def _shared_structure(self) -> dict:
+        return {"standardize": self.standardize}
+
+    @classmethod
+    def _shared_columns(cls, structure: dict) -> dict:
+        return {"weighted_weight": 1}
+
+    def _shared_by_slot(self) -> dict:
+        return {"weighted_weight": (self.channels.count * self.w)[:, None]}
+
+    def _shared_model_wide(self) -> dict:
+        t = float(self.channels.t)
+        return {"intercept_weighted": t * self.intercept[:1], "intercept_count": np.array([t])}
+
+    def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
+        for i, s in placed:
+            n = float(part["n"][i])
+            self.w[s] = float(part["weighted_weight"][i]) / n if n > 0 else 0.0
+        count = float(totals["intercept_count"][0])
+        self.intercept[0] = float(totals["intercept_weighted"][0]) / count if count > 0 else 0.0
+        # The intercept's count (the readings observed) goes on where the group's
+        # left off; the group's channels count as seen now.
+        self.channels.t = int(round(count))
+        for _, s in placed:
+            self.channels.last_seen[s] = self.channels.t
 
     def replay_arrays(self, X: np.ndarray, y, active: bool = True,
                       feature_names: list | None = None) -> ArrayReplay:

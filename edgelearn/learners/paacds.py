@@ -18,6 +18,7 @@ from .arrays import (
     user_predictions,
 )
 from .budget import HeldBudget
+from .mergeable import Mergeable
 from .base import Decision, Learner, load_arrays, logistic_proba, softmax_proba
 from .one_call import Fused, OneCallBinary, compiled_entry
 
@@ -26,7 +27,7 @@ _VARIANTS = ("PAACDS", "PAACDS-I")
 _K0 = 5.0
 
 
-class PAACDS(HeldBudget, OneCallBinary, Learner):
+class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
     """Passive-aggressive active learner for streams whose channels come and go.
 
     Each instance splits into *shared* channels (already in the model) and
@@ -80,6 +81,14 @@ class PAACDS(HeldBudget, OneCallBinary, Learner):
         majority loses every instance whose shared channels say nothing.
         ``learn_intercept=False`` is the paper's model, which has none.
 
+    Merging (binary; :mod:`edgelearn.learners.mergeable`) averages, as PA's does:
+    each channel's weight weighted by the readings each learner saw of it, the
+    intercept by all its readings; a channel is in the group's model if its
+    averaged weight is not 0. Each channel's information statistics (``h``'s
+    count, mean and variance, exponentially weighted) are combined by their
+    counts with Chan et al.'s formula, which is exact for plain statistics and
+    an approximation for weighted ones; ``h`` follows from them.
+
     Decisions this page makes beyond docs/learners.md: prediction uses each
     channel's information *before* the instance is folded in (a new channel
     has h = 1); a binary margin of exactly 0 predicts the negative label in
@@ -132,7 +141,9 @@ class PAACDS(HeldBudget, OneCallBinary, Learner):
     """
 
     tasks = frozenset({"binary", "multiclass"})
-    capabilities = frozenset({"decide_learn", "array_loop", "log_loop", "batch_pass", "label_rate"})
+    capabilities = frozenset({"decide_learn", "array_loop", "log_loop", "batch_pass", "label_rate", "merge"})
+    _shared_summed = ("intercept_weighted", "intercept_count")
+    _shared_flip = ("weighted_weight", "intercept_weighted")
     asks_selectively = True
     zero_margin_positive = False  # every path: margin > 0 (one_call.py)
     _parameter_constraints = {
@@ -232,7 +243,7 @@ class PAACDS(HeldBudget, OneCallBinary, Learner):
 
     def can(self, capability: str) -> bool:
         # The jitted log loop and batch pass are binary (kernels/log_replay.py).
-        if capability in ("log_loop", "batch_pass") and not self.binary:
+        if capability in ("log_loop", "batch_pass", "merge") and not self.binary:
             return False
         return super().can(capability)
 
@@ -425,6 +436,9 @@ class PAACDS(HeldBudget, OneCallBinary, Learner):
         state = {name: getattr(self, name).copy() for name in self._LEARNED}
         state["delta"] = self._current_delta
         state["targets"] = self.targets.to_state()
+        contributed = self._contribution_state()
+        if contributed is not None:
+            state["contributed"] = contributed
         return state
 
     def _load_learned(self, learned: dict) -> None:
@@ -434,4 +448,47 @@ class PAACDS(HeldBudget, OneCallBinary, Learner):
         load_arrays(self, learned, [n for n in self._LEARNED if n != "b" or "b" in learned])
         self._current_delta = float(learned["delta"])
         self._load_targets(learned)
+        self._load_contribution_state(learned.get("contributed"))
+
+    # -- merging (edgelearn.learners.mergeable) ---------------------------------
+
+    def _shared_structure(self) -> dict:
+        if not self.binary:
+            raise ValueError(f"PAACDS merges binary models only; this one has n_classes={self.n_classes}.")
+        return {"learn_intercept": self.learn_intercept}
+
+    @classmethod
+    def _shared_columns(cls, structure: dict) -> dict:
+        # h's statistics as sums: count, count x mean, count x (variance + mean^2)
+        return {"weighted_weight": 1, "h_count": 1, "h_sum": 1, "h_sum_squares": 1}
+
+    def _shared_by_slot(self) -> dict:
+        n = self.h_n.astype(np.float64)
+        return {"weighted_weight": (self.channels.count * self.W[0])[:, None],
+                "h_count": n[:, None], "h_sum": (n * self.h_mean)[:, None],
+                "h_sum_squares": (n * (self.h_var + self.h_mean ** 2))[:, None]}
+
+    def _shared_model_wide(self) -> dict:
+        t = float(self.channels.t)
+        return {"intercept_weighted": t * self.b[:1], "intercept_count": np.array([t])}
+
+    def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
+        for i, s in placed:
+            n = float(part["n"][i])
+            self.W[0, s] = float(part["weighted_weight"][i]) / n if n > 0 else 0.0
+            self.active[s] = self.W[0, s] != 0.0
+            h_count = float(part["h_count"][i])
+            if h_count > 0:
+                mean = float(part["h_sum"][i]) / h_count
+                var = max(float(part["h_sum_squares"][i]) / h_count - mean * mean, 0.0)
+                self.h_n[s] = int(round(h_count))
+                self.h_mean[s], self.h_var[s] = mean, var
+                self.h[s] = (_K0 + self.h_n[s] * var) / (_K0 + self.h_n[s])
+        count = float(totals["intercept_count"][0])
+        self.b[0] = float(totals["intercept_weighted"][0]) / count if count > 0 else 0.0
+        # The intercept's count (the readings observed) goes on where the group's
+        # left off; the group's channels count as seen now.
+        self.channels.t = int(round(count))
+        for _, s in placed:
+            self.channels.last_seen[s] = self.channels.t
 

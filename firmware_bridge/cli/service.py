@@ -106,7 +106,7 @@ def run_gateway(args: argparse.Namespace) -> int:
 
     try:
         gateway = Gateway(config)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # a port in use; a sink that cannot run with this learner
         print(f"edgelearn gateway: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if threading.current_thread() is threading.main_thread():

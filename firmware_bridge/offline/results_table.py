@@ -48,9 +48,11 @@ def _pool(streams: list[dict]) -> dict[str, Any]:
                        if messages else 0.0),
     }
     if streams and all("accuracy" in s for s in streams):
-        row["accuracy"] = (sum(s["accuracy"] * s.get("scored", 0) for s in streams) / scored
-                           if scored else 0.0)
-        row["f1"] = sum(s["f1"] for s in streams) / len(streams)
+        # A stream with nothing scored has no accuracy (None): it weighs nothing.
+        judged = [s for s in streams if s["accuracy"] is not None]
+        row["accuracy"] = (sum(s["accuracy"] * s.get("scored", 0) for s in judged) / scored
+                           if scored else None)
+        row["f1"] = sum(s["f1"] for s in judged) / len(judged) if judged else None
     judged = [s for s in streams if s.get("mae") is not None]
     weight = sum(s["scored"] for s in judged)
     if judged and weight:

@@ -141,9 +141,14 @@ def rank(results: list[dict], metric: str) -> list[dict[str, Any]]:
     if metric not in METRICS:
         raise ValueError(f"The 'metric' parameter of rank must be one of {sorted(METRICS)}. Got {metric!r}.")
     rows = overall_by_params(results)
+    # A set with nothing scored (None) ranks last.
     if metric in LOWER_IS_BETTER:
-        return sorted(rows, key=lambda r: (r.get(metric, math.inf), r["labels_used"]))
-    return sorted(rows, key=lambda r: (-r.get(metric, -math.inf), r["labels_used"]))
+        return sorted(rows, key=lambda r: (_or(r.get(metric), math.inf), r["labels_used"]))
+    return sorted(rows, key=lambda r: (-_or(r.get(metric), -math.inf), r["labels_used"]))
+
+
+def _or(value: float | None, missing: float) -> float:
+    return missing if value is None else value
 
 
 def _toml_value(value: Any) -> str:

@@ -135,6 +135,7 @@ class Pipeline:
         self._prototype = prototype
         self._task = prototype.task
         self._learner_class = type(prototype)
+        self._learner_start = None  # set_learner_start
         self._learner_params_norm = prototype.get_params()
         self._learner_bytes = prototype.memory_bytes()
         # Metric rows a stream keeps: multi-label and binary metrics keep none per label.
@@ -270,6 +271,8 @@ class Pipeline:
             )
             return None
         learner = edgelearn.make_learner(self.learner_kind, self.learner_params)
+        if self._learner_start is not None:
+            self._learner_start(name, learner)
         stream = StreamState(name, learner, self.topics)
         self._add(stream)
         return stream
@@ -510,6 +513,12 @@ class Pipeline:
     def task(self) -> str:
         """The task of every stream's learner (``edgelearn.learners.base.TASKS``)."""
         return self._prototype.task
+
+    def set_learner_start(self, start) -> None:
+        """Have ``start(stream, learner)`` called with each new stream's fresh learner
+        before its first reading (the fleet starts it from a group model); None: no
+        such call (the default)."""
+        self._learner_start = start
 
     def learner_can(self, capability: str) -> bool:
         """Whether the streams' learners can do ``capability``

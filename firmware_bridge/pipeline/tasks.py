@@ -125,7 +125,11 @@ class BinaryRules(TaskRules):
         return True
 
     def status(self, metrics):
-        return {"scored": metrics.n, "accuracy": metrics.accuracy, "f1": metrics.f1}
+        # None (unknown, NaN on /metrics) until something is scored: 0.0 would say
+        # every prediction was wrong.
+        scored = metrics.n > 0
+        return {"scored": metrics.n, "accuracy": metrics.accuracy if scored else None,
+                "f1": metrics.f1 if scored else None}
 
 
 class MulticlassRules(BinaryRules):
@@ -172,8 +176,9 @@ class MultiLabelRules(MulticlassRules):
         return None
 
     def status(self, metrics):
-        return {"scored": metrics.n, "hamming_loss": metrics.hamming_loss,
-                "micro_f1": metrics.micro_f1}
+        scored = metrics.n > 0
+        return {"scored": metrics.n, "hamming_loss": metrics.hamming_loss if scored else None,
+                "micro_f1": metrics.micro_f1 if scored else None}
 
 
 class RegressionRules(TaskRules):

@@ -322,6 +322,14 @@ _FEEDS_PIPELINE = {
 # Tables whose keys are free-form (checked by whoever takes them).
 FREE_TABLES = {"learner.params": "learner_params"}
 
+#: A gateway's defaults for its kind's parameters, beside the learner's own (which suit a
+#: notebook): a gateway's streams have a few dozen channels, and a tenth of the labels is
+#: the budget the README promises. ``[learner.params]`` keys override them; the shipped
+#: configs/gateway.toml shows them as set.
+GATEWAY_LEARNER_DEFAULTS: dict[str, dict[str, Any]] = {
+    DEFAULT_KIND: {"capacity": 64, "target_query_rate": 0.1},
+}
+
 # --- the loaded configuration ------------------------------------------------------------
 
 
@@ -599,6 +607,7 @@ def _build(
         except ValueError as exc:
             errors.append(f"[learner] {exc}")
             kind = None
+    learner_params = {**GATEWAY_LEARNER_DEFAULTS.get(kind, {}), **learner_params}
     pipeline_params = _fed_values(v, Pipeline)
     if _ok(kind, topics, limits) and not invalid & _FEEDS_PIPELINE:
         try:

@@ -9,7 +9,7 @@ import textwrap
 from edgelearn.learners.docs import parameter_docs, summary
 from edgelearn.learners.registry import DEFAULT_KIND, kinds, learner_class
 
-from .config import SCHEMA
+from .config import GATEWAY_LEARNER_DEFAULTS, SCHEMA
 from .settings import comment, toml_value
 
 __all__ = ["render_default_config"]
@@ -40,10 +40,9 @@ _HEADER = """\
 """
 
 
-#: What the shipped file sets for the default kind on a gateway, beside the learner's own
-#: defaults (the learner's default capacity is for notebooks; a gateway's streams have a
-#: few dozen channels, and a tenth of the labels is the budget the README promises).
-GATEWAY_LEARNER_PARAMS = {"capacity": 64, "target_query_rate": 0.1}
+#: What a gateway's default-kind streams take when ``[learner.params]`` leaves a key out
+#: (the shipped file shows them as set).
+GATEWAY_LEARNER_PARAMS = GATEWAY_LEARNER_DEFAULTS[DEFAULT_KIND]
 
 
 def _learner_lines(plugins: bool) -> list[str]:
@@ -54,8 +53,9 @@ def _learner_lines(plugins: bool) -> list[str]:
     default = parameter_docs(kinds(False)[DEFAULT_KIND].load())
     lines += comment(f"""
         Parameters of the learner (edgelearn.make_learner(kind, params)); anything the
-        learner does not take is an error. Set here for a gateway's
-        {DEFAULT_KIND} streams (its own defaults: {", ".join(
+        learner does not take is an error. A gateway's {DEFAULT_KIND} streams take
+        these two values when they are left out (the learner's own defaults, for a
+        notebook: {", ".join(
             f"{name} = {toml_value(default[name].default)}" for name in GATEWAY_LEARNER_PARAMS)}):""")
     lines += [f"{name} = {toml_value(value)}" for name, value in GATEWAY_LEARNER_PARAMS.items()]
     lines += comment("""

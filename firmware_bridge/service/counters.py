@@ -17,15 +17,15 @@ connection): ``edgelearn status`` lists the problems that are not zero.
 >>> sorted(registry.problems())
 ['disconnects', 'worker_errors']
 >>> print(registry.exposition(prefix="edgelearn_"), end="")
-# HELP edgelearn_worker_errors messages whose processing raised
-# TYPE edgelearn_worker_errors counter
-edgelearn_worker_errors 1
-# HELP edgelearn_connects connects
-# TYPE edgelearn_connects counter
-edgelearn_connects 2
-# HELP edgelearn_disconnects disconnects
-# TYPE edgelearn_disconnects counter
-edgelearn_disconnects 0
+# HELP edgelearn_worker_errors_total messages whose processing raised
+# TYPE edgelearn_worker_errors_total counter
+edgelearn_worker_errors_total 1
+# HELP edgelearn_connects_total connects
+# TYPE edgelearn_connects_total counter
+edgelearn_connects_total 2
+# HELP edgelearn_disconnects_total disconnects
+# TYPE edgelearn_disconnects_total counter
+edgelearn_disconnects_total 0
 
 (A counter without documentation gets its name as its HELP text.)
 """

@@ -38,6 +38,7 @@ import time
 from typing import Any
 
 import paho.mqtt
+from paho.mqtt.client import topic_matches_sub
 
 import edgelearn
 
@@ -145,8 +146,8 @@ class Gateway:
                     for event in EVENTS}
         self._status_sinks = by_event["status"]
         self._tick_sinks = by_event["tick"]
-        self._sink_topics = {topic: sink for sink in by_event["inbound"]
-                             for topic in sink.subscriptions()}
+        self._sink_topics = _sink_topics({topic: sink for sink in by_event["inbound"]
+                                          for topic in sink.subscriptions()})
         outbound = [sink.on_outbound for sink in by_event["outbound"]]
         # The per-message path calls the one outbound sink directly (the MQTT outputs).
         self._on_outbound = outbound[0] if len(outbound) == 1 else _fan_out(outbound)
@@ -343,6 +344,7 @@ class Gateway:
     def sink(self, name: str) -> Any:
         """The running sink called ``name`` (``firmware_bridge.service.sinks.SINKS``),
         or None when it is off."""
+        name = {"mqtt": "outputs"}.get(name, name)  # its name before [outputs]
         return next((sink for sink in self.sinks if sink.name == name), None)
 
     # -- Prometheus ------------------------------------------------------------------
@@ -639,6 +641,38 @@ class Gateway:
 
 def _name_failures(failed: dict[str, Exception]) -> str:
     return "; ".join(f"{stream!r}: {exc}" for stream, exc in failed.items())
+
+
+class _TopicFilters(dict):
+    """Sinks by topic filter, answering ``in`` and ``get`` for a topic that a
+    wildcard filter (``+``, ``#``) matches too (the fleet's ``edgelearn/fleet/G/+``).
+    Every inbound message asks: a topic outside every filter's fixed prefix (a
+    sensor's) is answered by one ``startswith`` per filter."""
+
+    def __init__(self, by_filter: dict):
+        super().__init__(by_filter)
+        self._wildcards = [(f[:min(i for i in (f.find("+"), f.find("#")) if i >= 0)], f, sink)
+                           for f, sink in by_filter.items() if "+" in f or "#" in f]
+
+    def get(self, topic, default=None):
+        sink = dict.get(self, topic)
+        if sink is not None:
+            return sink
+        for prefix, pattern, candidate in self._wildcards:
+            if topic.startswith(prefix) and topic_matches_sub(pattern, topic):
+                return candidate
+        return default
+
+    def __contains__(self, topic) -> bool:
+        return self.get(topic) is not None
+
+
+def _sink_topics(by_filter: dict) -> dict:
+    # A plain dict unless a sink subscribes with a wildcard, so the per-message
+    # lookup stays a dict's when no such sink runs.
+    if any("+" in f or "#" in f for f in by_filter):
+        return _TopicFilters(by_filter)
+    return by_filter
 
 
 def _fan_out(calls: list) -> Any:

@@ -99,8 +99,9 @@ def _label(i: int, values: dict[str, float], binary: bool, multilabel: bool, n_c
     return int(abs(total) * 3) % n_classes
 
 
-def _stream(binary: bool, multilabel: bool, n_classes: int, messages: int):
-    """(seq, channels, label) for a stream whose sensor set is replaced midway."""
+def _stream(binary: bool, multilabel: bool, n_classes: int, messages: int, first_seq: int = 0):
+    """(seq, channels, label) for a stream whose sensor set is replaced midway; seq
+    counts on from ``first_seq`` (a restarted gateway's sensor did not restart)."""
     third = messages // 3
     for i in range(messages):
         phase = min(i // third, 2)
@@ -111,7 +112,7 @@ def _stream(binary: bool, multilabel: bool, n_classes: int, messages: int):
             for k, name in enumerate(names)
             if (i + k) % 7 != 0
         } or {names[0]: 0.5}
-        yield i, values, _label(i, values, binary, multilabel, n_classes)
+        yield first_seq + i, values, _label(i, values, binary, multilabel, n_classes)
 
 
 def _drive(pipeline: Pipeline, stream: str, messages) -> None:
@@ -150,7 +151,7 @@ def warm_up(config, messages: int = MESSAGES) -> WarmupReport:
     # A restart: the checkpointed learner predicts and learns on.
     again = config.make_pipeline(clock=lambda: 0.0)
     again.restore("warmup", pipeline.to_state("warmup"))
-    _drive(again, "warmup", _stream(binary, multilabel, n_classes, 60))
+    _drive(again, "warmup", _stream(binary, multilabel, n_classes, 60, first_seq=messages))
 
     report = WarmupReport(kind=config.learner_kind, seconds=time.perf_counter() - start)
     dirs = set()

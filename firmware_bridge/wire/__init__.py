@@ -67,6 +67,8 @@ from __future__ import annotations
 
 from .encode import (
     OFFLINE_STATUS,
+    OUTPUT_ENCODINGS,
+    as_json,
     encode_batch,
     encode_batch_prediction,
     encode_data,
@@ -100,6 +102,8 @@ from .validate import (
 )
 
 __all__ = [
+    "OUTPUT_ENCODINGS",
+    "as_json",
     "REJECT_REASONS",
     "COUNTER_KEYS",
     "KINDS",

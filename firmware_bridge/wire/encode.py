@@ -1,8 +1,11 @@
 """Outbound (and test) messages as bytes: data, batches, label answers, predictions,
-label requests and the status."""
+label requests and the status; and an outbound message in JSON for topics configured so
+(:func:`as_json`)."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -174,3 +177,31 @@ def encode_status(status: Mapping[str, Any]) -> bytes:
 
 OFFLINE_STATUS = encode_status({"state": "offline"})
 """The last-will payload the broker publishes on the status topic if the gateway dies."""
+
+
+#: The encodings an output topic may have: msgpack (the default, as everything the
+#: gateway reads) or JSON, for Node-RED flows and Home Assistant templates.
+OUTPUT_ENCODINGS = ("msgpack", "json")
+
+
+def as_json(payload: bytes) -> bytes:
+    """A msgpack output message as compact UTF-8 JSON, the same fields and values; a
+    float that is not finite (a score of NaN) becomes ``null``, which JSON can say.
+
+    >>> as_json(encode_prediction(4, 1.5, True, float("nan"), False))
+    b'{"seq":4,"ts":1.5,"y":true,"score":null,"query":false}'
+    """
+    return json.dumps(_json_safe(msgpack.unpackb(payload, raw=False)), separators=(",", ":"),
+                      allow_nan=False, ensure_ascii=False).encode("utf-8")
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, bytes):
+        raise TypeError("an output message with bytes has no JSON form")
+    return value

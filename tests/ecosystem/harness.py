@@ -200,7 +200,9 @@ class Mqtt:
             self.raw[message.topic] = message.payload
             parts = message.topic.split("/")
             if parts[0] == "edgelearn" and parts[-1] == "prediction":
-                body = msgpack.unpackb(message.payload)
+                # msgpack, or JSON with [outputs] prediction = "json"
+                body = (json.loads(message.payload) if message.payload[:1] == b"{"
+                        else msgpack.unpackb(message.payload))
                 self.predictions[parts[1]].extend(body.get("predictions", [body]))
             elif message.topic == f"edgelearn/status/{self.gateway_id}" and message.payload:
                 self.statuses.append(msgpack.unpackb(message.payload))

@@ -1,7 +1,8 @@
 """Node-RED (npm, with node-red-node-msgpack) decodes the gateway's predictions: a
 flow subscribes to every prediction topic as a buffer, unpacks it with the msgpack
 node and republishes the object as JSON; every prediction comes out equal to what
-the test itself decodes from the same messages."""
+the test itself decodes from the same messages. With ``[outputs] prediction = "json"``
+a flow without the msgpack node reads them as parsed JSON."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ import subprocess
 import time
 
 import msgpack
+import pytest
 from brokers import wait_until
 from harness import EdgeGateway, Mqtt, Timer, occupancy_readings
 from programs import NodeRed
 
 
-def decoding_flow(broker_port: int) -> list[dict]:
-    return [
+def decoding_flow(broker_port: int, json_outputs: bool = False) -> list[dict]:
+    """mqtt in (a buffer) -> msgpack -> topic -> mqtt out; for JSON outputs, mqtt in
+    (a parsed JSON object) -> topic -> mqtt out."""
+    flow = [
         {"id": "tab", "type": "tab", "label": "edgelearn predictions"},
         {"id": "broker", "type": "mqtt-broker", "name": "test broker", "broker": "127.0.0.1",
          "port": str(broker_port), "clientid": "", "autoConnect": True, "usetls": False,
@@ -32,11 +36,18 @@ def decoding_flow(broker_port: int) -> list[dict]:
         {"id": "out", "type": "mqtt out", "z": "tab", "name": "as JSON", "topic": "", "qos": "1",
          "retain": "false", "broker": "broker", "wires": []},
     ]
+    if json_outputs:
+        flow = [node for node in flow if node["id"] != "unpack"]
+        node_in = next(node for node in flow if node["id"] == "in")
+        node_in.update(datatype="json", wires=[["topic"]])
+    return flow
 
 
-def test_a_node_red_flow_decodes_every_prediction_with_the_msgpack_node(broker, tmp_path):
-    gateway = EdgeGateway(tmp_path / "gw", broker.port)
-    node_red = NodeRed(tmp_path / "node-red", decoding_flow(broker.port))
+@pytest.mark.parametrize("json_outputs", [False, True], ids=["msgpack node", "json outputs"])
+def test_a_node_red_flow_decodes_every_prediction(broker, tmp_path, json_outputs):
+    sections = {"outputs": {"prediction": "json"}} if json_outputs else {}
+    gateway = EdgeGateway(tmp_path / "gw", broker.port, sections=sections)
+    node_red = NodeRed(tmp_path / "node-red", decoding_flow(broker.port, json_outputs))
     mqtt = Mqtt(broker.port)
     decoded: dict[str, list] = {}
     mqtt.client.message_callback_add("decoded/+/prediction", lambda c, u, m: decoded.setdefault(
@@ -52,7 +63,8 @@ def test_a_node_red_flow_decodes_every_prediction_with_the_msgpack_node(broker, 
             node_red.start()
             wait_until(node_red.connected, 30, "Node-RED's MQTT connection")
             mqtt.wait_online(gateway)
-        with Timer("Node-RED: 48 readings and a batch of 3, decoded"):
+        with Timer("Node-RED: 48 readings and a batch of 3, decoded"
+                   + (" (JSON outputs, no msgpack node)" if json_outputs else "")):
             for channels, occupied in occupancy_readings(48):
                 mqtt.reading("office", channels, y=occupied)
             batch = [{"ts": time.time(), "seq": 48 + i, "ch": c}

@@ -96,7 +96,7 @@ def test_every_metric_family_answers_a_promql_query_with_the_page_series(scraped
     assert predictions, names
     assert float(prometheus.query(f"sum({predictions[0]})")[0]["value"][1]) == len(STREAMS) * N
     per_stream = {r["metric"]["stream"]: float(r["value"][1])
-                  for r in prometheus.query("edgelearn_stream_messages")}
+                  for r in prometheus.query("edgelearn_stream_messages_total")}
     assert per_stream == {s: N for s in STREAMS}
 
 

@@ -20,10 +20,11 @@ __all__ = ["EVENTS", "SINKS", "Sink", "SinkHost", "make_sinks", "sections"]
 #: Sink name -> "module:Class" (".module" for a module of this folder, as a relative
 #: import), in the order the gateway calls them.
 SINKS: dict[str, str] = {
-    "mqtt": ".mqtt_outputs:MqttOutputs",
+    "outputs": ".mqtt_outputs:MqttOutputs",
     "status_json": ".status_json:StatusJson",
     "homeassistant": ".homeassistant:HomeAssistantSink",
     "prometheus": ".prometheus:PrometheusSink",
+    "fleet": ".fleet:FleetSink",
 }
 
 

@@ -336,7 +336,8 @@ class HomeAssistantSink(Sink):
     """Discovery configs, states and availability, published by the gateway's worker:
     at most once a second (:data:`INTERVAL_S`) the configs of streams not announced
     yet and the state of each stream whose shown values changed; with each status, the
-    gateway's health and availability; everything announced again when HA says it
+    gateway's health and availability, and every stream's state at the next tick (so
+    a quiet stream stays available for ``expire_after``); everything announced again when HA says it
     started (its birth topic) or the outbound connection came up again (a broker
     without persistence lost the retained configs)."""
 
@@ -367,6 +368,10 @@ class HomeAssistantSink(Sink):
         ha, publish = self.ha, self.host.publish
         if state == "online":
             publish(ha.availability_topic, b"online", 1, True)
+            # Every stream's state again at the next tick, changed or not: HA marks an
+            # entity unavailable after expire_after (3 status intervals) without a
+            # message, and a quiet sensor on a healthy gateway is not unavailable.
+            self._states.clear()
         info = publish(ha.gateway_state_topic, ha.gateway_state(status), 1, True)
         if state != "online":
             info = publish(ha.availability_topic, b"offline", 1, True)

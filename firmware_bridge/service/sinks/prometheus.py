@@ -8,24 +8,26 @@ pipeline's per-stream status at most once a second (:meth:`MetricsServer.update`
 a small HTTP server thread hands out the latest page, so a scrape never touches the
 pipeline and the per-message path never waits for a scrape.
 
-Metrics (every one carries ``gateway="<id>"``):
+Metrics (every one carries ``gateway="<id>"``; a counter's name ends in ``_total``, a
+family without samples is left out):
 
-* every counter of the status message as ``edgelearn_<name>`` (rejects by reason,
+* every counter of the status message as ``edgelearn_<name>_total`` (rejects by reason,
   predictions, labels asked and learned, label table, connections, checkpoints, ...;
   ``label_pending`` and ``outgoing_pending`` are gauges);
 * per stream, labelled ``stream="<id>"`` (at most ``max_streams`` streams, so the label
-  set is bounded): ``edgelearn_stream_messages``, ``_asked``, ``_label_requests``,
-  ``_learned``, ``_unusable_labels`` (counters), ``edgelearn_stream_accuracy``,
+  set is bounded): ``edgelearn_stream_messages_total``, ``_asked_total``,
+  ``_label_requests_total``, ``_learned_total``, ``_unusable_labels_total`` (counters),
+  ``edgelearn_stream_accuracy``,
   ``_query_rate``, ``_channels``, ``_memory_bytes`` (gauges), and by the stream's task
-  ``_mae``, ``_rmse``, ``_interval_coverage`` (regression) or ``_alarms``,
-  ``_true_alarms``, ``_false_alarms`` (anomaly) (:data:`STREAM_METRICS`);
+  ``_mae``, ``_rmse``, ``_interval_coverage`` (regression) or ``_alarms_total``,
+  ``_true_alarms_total``, ``_false_alarms_total`` (anomaly) (:data:`STREAM_METRICS`);
 * ``edgelearn_memory_bytes{part=...}``, ``edgelearn_connected``,
   ``edgelearn_uptime_seconds``, ``edgelearn_checkpoint_age_seconds`` (since the last
   checkpoint written, or since the start), ``edgelearn_queue_length``.
 
 >>> page = render_streams({"s1": {"data": 3, "asked": 1, "accuracy": 0.5}}, {"gateway": "gw1"})
 >>> print(page.splitlines()[2])
-edgelearn_stream_messages{gateway="gw1",stream="s1"} 3
+edgelearn_stream_messages_total{gateway="gw1",stream="s1"} 3
 """
 
 from __future__ import annotations

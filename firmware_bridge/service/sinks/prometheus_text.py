@@ -56,7 +56,15 @@ def number(value: Any) -> str:
 
 def family(name: str, kind: str, help_text: str,
            samples: Iterable[tuple[Mapping[str, Any], Any]]) -> str:
-    """One metric family: its HELP and TYPE lines, then a line per ``(labels, value)``."""
+    """One metric family: its HELP and TYPE lines, then a line per ``(labels, value)``;
+    nothing for a family without samples (a query for it would find no series). A
+    counter's name ends in ``_total``, as Prometheus' conventions (and ``promtool check
+    metrics``) ask: ``_total`` is added where the name lacks it."""
+    samples = list(samples)
+    if not samples:
+        return ""
+    if kind == "counter" and not name.endswith("_total"):
+        name += "_total"
     lines = [f"# HELP {name} {escape_help(help_text)}", f"# TYPE {name} {kind}"]
     lines.extend(f"{name}{labels(sample_labels)} {number(value)}"
                  for sample_labels, value in samples)

@@ -1,0 +1,127 @@
+"""A contribution's envelope and its checks: each refusal has its named reason."""
+
+import zlib
+
+import msgpack
+import pytest
+
+from edgelearn import PA, ActiveAROW
+from edgelearn.contributions import REASONS, Limits, Rejected, check, pack, unpack
+
+
+def contribution(cls=ActiveAROW, n=60, names=("a", "b", "c")):
+    model = cls()
+    for i in range(n):
+        x = {name: float((i * (j + 3)) % 7) - 3.0 for j, name in enumerate(names)}
+        model.learn_one(x, x[names[0]] > 0)
+    return model.contribution()
+
+
+def repacked(data, **changes):
+    envelope = msgpack.unpackb(data, raw=False)
+    envelope.update(changes)
+    return msgpack.packb(envelope, use_bin_type=True)
+
+
+def with_body(body_dict, **envelope_changes):
+    body = msgpack.packb(body_dict, use_bin_type=True)
+    return msgpack.packb({"v": 1, "group": "g", "sender": "x", "seq": 1, "weight": 1.0, "crc32": zlib.crc32(body),
+                          "body": body, **envelope_changes}, use_bin_type=True)
+
+
+def reason_of(data, **kwargs):
+    with pytest.raises(Rejected) as error:
+        unpack(data, **kwargs)
+    assert error.value.reason in REASONS
+    return error.value.reason, str(error.value)
+
+
+def test_a_packed_contribution_comes_back_whole_and_merges():
+    c = contribution()
+    received = unpack(pack(c, "greenhouses", "gw-a", 5, 2.0), kind="ActiveAROW", structure=c["structure"])
+    assert (received.group, received.sender, received.seq, received.weight) == ("greenhouses", "gw-a", 5, 2.0)
+    assert received.contribution == c
+    group = ActiveAROW.merge([received.contribution], [received.weight])
+    assert group["channels"]["n"] == [2 * n for n in c["channels"]["n"]]
+
+
+def test_too_large():
+    assert reason_of(pack(contribution(), "g", "x"), limits=Limits(max_bytes=100))[0] == "too_large"
+
+
+def test_malformed():
+    assert reason_of(b"\xc1garbage")[0] == "malformed"
+    assert reason_of(msgpack.packb([1, 2]))[0] == "malformed"
+    reason, message = reason_of(repacked(pack(contribution(), "g", "x"), sender=7))
+    assert reason == "malformed" and "'sender' must be a str. Got int." in message
+
+
+def test_version_of_envelope_and_of_contribution():
+    reason, message = reason_of(repacked(pack(contribution(), "g", "x"), v=2))
+    assert (reason, message) == ("version", "Contribution envelope version must be 1. Got 2.")
+    assert reason_of(with_body({**contribution(), "version": 9}))[0] == "version"
+
+
+def test_checksum():
+    data = pack(contribution(), "g", "x")
+    envelope = msgpack.unpackb(data, raw=False)
+    body = bytearray(envelope["body"])
+    body[-1] ^= 0x01  # one bit flipped in transit
+    reason, message = reason_of(repacked(data, body=bytes(body)))
+    assert reason == "checksum" and "its envelope says" in message
+
+
+@pytest.mark.parametrize("weight", [-1.0, 1e3, float("nan"), float("inf")])
+def test_weight_beyond_its_bound(weight):
+    reason, message = reason_of(pack(contribution(), "g", "x", 1, weight))
+    assert reason == "weight" and message.startswith("A contribution's weight must be in [0, 100].")
+
+
+def test_kind_and_structure():
+    c = contribution()
+    assert reason_of(pack(contribution(PA), "g", "x"), kind="ActiveAROW")[0] == "kind"
+    assert reason_of(pack(c, "g", "x"), kind="ActiveAROW", structure={**c["structure"], "n_bins": 4})[0] == "kind"
+
+
+def test_channel_count_flood():
+    names = tuple(f"ch{i}" for i in range(40))
+    reason, message = reason_of(pack(contribution(PA, names=names), "g", "x"), limits=Limits(max_channels=32))
+    assert (reason, message) == ("channel_flood", "A contribution may name at most 32 channels. Got 40.")
+
+
+def test_sizes():
+    c = contribution()
+    short = {**c, "channels": {**c["channels"], "mean": c["channels"]["mean"][:-1]}}
+    reason, message = reason_of(with_body(short))
+    assert reason == "sizes" and "must have one row per channel (3). Got 2." in message
+    ragged = {**c, "channels": {**c["channels"], "precision": [c["channels"]["precision"][0][:2]]
+                                + c["channels"]["precision"][1:]}}
+    assert reason_of(with_body(ragged))[0] == "sizes"
+    twice = {**c, "channels": {**c["channels"], "names": ["a", "a", "b"]}}
+    assert reason_of(with_body(twice))[0] == "sizes"
+
+
+def test_not_finite():
+    c = contribution()
+    rows = [list(r) for r in c["channels"]["precision_mean"]]
+    rows[1][0] = float("nan")
+    reason, message = reason_of(with_body({**c, "channels": {**c["channels"], "precision_mean": rows}}))
+    assert reason == "not_finite" and "'precision_mean' must hold finite numbers. Got nan." in message
+    assert reason_of(with_body({**c, "intercept_precision": [float("inf")]}))[0] == "not_finite"
+
+
+def test_out_of_bounds():
+    c = contribution()
+    counts = list(c["channels"]["n"])
+    counts[0] = 1e9
+    reason, message = reason_of(with_body({**c, "channels": {**c["channels"], "n": counts}}))
+    assert reason == "out_of_bounds" and "'n' must hold numbers in [0, 1e+07]. Got 1000000000.0." in message
+    rows = [list(r) for r in c["channels"]["precision"]]
+    rows[0][0] = -1.0  # a precision never falls: a made-up contribution
+    assert reason_of(with_body({**c, "channels": {**c["channels"], "precision": rows}}))[0] == "out_of_bounds"
+
+
+def test_check_alone_is_the_same_checks():
+    check(contribution())
+    with pytest.raises(Rejected):
+        check({"channels": {}})
