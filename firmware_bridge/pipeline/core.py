@@ -370,8 +370,7 @@ class Pipeline:
         extra = decision.extra
         rules = stream.rules
         if extra is not None:  # the task's own outputs (an interval, the channels behind an alarm)
-            extra = rules.outputs(extra)
-            fields.update(extra)
+            fields.update(extra := rules.outputs(extra))
         stream.last_output = fields
         if rules.note is not None:
             rules.note(stream, label)
