@@ -22,9 +22,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "PA": ".learners", "PAACDS": ".learners", "PAFE": ".learners", "SynthesisNB": ".learners",
     "MultiLabelKELM": ".learners", "OnlineEnsemble": ".learners", "ActiveAROW": ".learners",
+    "AROWRegressor": ".learners", "SurpriseDetector": ".learners",
     "prequential": ".evaluate", "replay": ".evaluate", "check_learner": ".checks",
-    # the regression task's learner, from its module until the kind registry lists it
-    "AROWRegressor": ".learners.arow_regressor",
 }
 _SUBMODULES = ("bench", "checks", "datasets", "evaluate", "metrics", "state", "streams")
 
@@ -48,5 +47,5 @@ _post_import.when_imported("river.base", lambda: importlib.import_module(".river
 __all__ = [
     "ActiveAROW", "AROWRegressor", "CAPABILITIES", "ChannelSpace", "DEFAULT_KIND", "TASKS", "Decision", "check_learner", "KINDS", "LEARNERS", "Learner",
     "MultiLabelKELM", "PA", "PAACDS", "PAFE",
-    "OnlineEnsemble", "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
+    "OnlineEnsemble", "SurpriseDetector", "SynthesisNB", "from_state", "make_learner", "prequential", "replay", "__version__",
 ]

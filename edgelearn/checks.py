@@ -26,9 +26,18 @@ from .learners.base import Learner
 __all__ = ["check_learner", "yield_checks"]
 
 
+#: The tasks whose answers are labels a learner registers and gives back.
+_LABELLED_TASKS = ("binary", "multiclass", "multilabel")
+
+
 def _labels_for(learner: Learner, kind: str) -> Callable[[float], object]:
-    """A function from a score to a label of the learner's task."""
+    """A function from a score to an answer of the learner's task: a label, a
+    reference value (regression) or an operator's verdict (anomaly)."""
     task = learner.task
+    if task == "regression":
+        return lambda v: 20.0 + 3.0 * v
+    if task == "anomaly":  # a verdict in one of the two forms the wire allows
+        return (lambda v: int(v > 1.5)) if kind == "0/1" else (lambda v: v > 1.5)
     if task == "multilabel":
         return lambda v: {"pos": v > 0, "big": v > 0.5}
     if task == "multiclass":
@@ -130,7 +139,9 @@ def check_clone(learner: Learner) -> None:
     _drive(learner, data[:200])
     fresh = learner.clone()
     assert fresh.get_params() == learner.get_params() and repr(fresh) == repr(learner)
-    assert fresh.channels.n_assigned == 0 and fresh.classes == []
+    assert fresh.channels.n_assigned == 0
+    if learner.task in _LABELLED_TASKS:  # a regressor's and a detector's answers are not labels
+        assert fresh.classes == []
     assert fresh.memory_bytes() == learner.memory_bytes()
     copies = [learner.clone(include_attributes=True), copy.deepcopy(learner),
               pickle.loads(pickle.dumps(learner))]
@@ -158,7 +169,8 @@ def check_input_not_mutated(learner: Learner) -> None:
         x["broken"] = float("nan")
         before = copy.deepcopy(x)
         learner.predict_one(x)
-        learner.predict_proba_one(x)
+        if learner.task != "regression":  # a regressor has no probabilities
+            learner.predict_proba_one(x)
         d = learner.decide_one(x)
         learner.learn(d.slots, d.z, y)
         learner.learn_one(x, y)
@@ -168,9 +180,18 @@ def check_input_not_mutated(learner: Learner) -> None:
 
 def check_before_any_label(learner: Learner) -> None:
     """The one rule (learners/base.py): a learner that knows no label predicts
-    False / None / {} with River's neutral probabilities."""
+    False / None / {} with River's neutral probabilities; a detector that has seen
+    nothing raises no alarm ({False: 1.0, True: 0.0}); a regressor predicts its
+    prior, 0.0, and has no probabilities."""
     x = {"a": 1.0, "b": -2.0}
-    expected = {"binary": (False, {False: 0.5, True: 0.5}),
+    if learner.task == "regression":
+        assert learner.predict_one(x) == 0.0 and learner.decide_one(x).label == 0.0
+        try:
+            learner.predict_proba_one(x)
+        except TypeError:
+            return
+        raise AssertionError(f"{type(learner).__name__} is a regressor but gave probabilities")
+    expected = {"binary": (False, {False: 0.5, True: 0.5}), "anomaly": (False, {False: 1.0, True: 0.0}),
                 "multiclass": (None, {}), "multilabel": ({}, {})}[learner.task]
     assert learner.predict_one(x) == expected[0] and learner.predict_proba_one(x) == expected[1]
     assert learner.decide_one(x).label == expected[0]
@@ -222,6 +243,58 @@ def check_predict_proba_one(learner: Learner) -> None:
             assert proba[label] == top, (label, proba)
 
 
+def check_regression_outputs(learner: Learner) -> None:
+    """A regressor's decision is a finite number with its interval: ``label`` a
+    float, ``score`` (its predictive sd) >= 0, ``extra`` ``{"lower", "upper"}``
+    around the prediction; ``predict_one`` is a float; a reference that is not a
+    finite number is refused by a ValueError."""
+    make_value = _labels_for(learner, "bool")
+    for x, y in _stream(300, 9, make_value):
+        d = learner.decide_one(x)
+        assert type(d.label) is float and math.isfinite(d.label), d.label
+        assert d.score >= 0.0, d.score
+        assert d.extra is not None and set(d.extra) >= {"lower", "upper"}, d.extra
+        assert d.extra["lower"] <= d.label <= d.extra["upper"], (d.extra, d.label)
+        assert isinstance(learner.predict_one(x), float)
+        learner.learn(d.slots, d.z, y)
+    for bad in (True, "21.5", float("nan"), float("inf"), None):
+        try:
+            learner.learn(d.slots, d.z, bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{type(learner).__name__} learned the reference {bad!r}")
+
+
+def check_anomaly_outputs(learner: Learner) -> None:
+    """A detector's decision is an alarm (a bool) with a score in [0, 1] and the
+    names of the reading's channels behind it (``extra["top"]``); ``score_one`` and
+    ``predict_proba_one`` agree with the score, learning nothing; a verdict that is
+    not True/1 or False/0 is refused by a ValueError."""
+    rng = random.Random(10)
+    for i in range(400):
+        x = {"a": rng.gauss(0, 1), "b": 5.0 + rng.gauss(0, 1)}
+        if i % 97 == 96:
+            x["b"] = 60.0  # a spike
+        if i % 3 == 0:
+            del x["a"]
+        score = learner.score_one(x)
+        proba = learner.predict_proba_one(x)
+        assert 0.0 <= score <= 1.0 and set(proba) == {False, True}, (score, proba)
+        assert math.isclose(proba[True], score) and math.isclose(sum(proba.values()), 1.0)
+        d = learner.decide_one(x)
+        assert type(d.label) is bool and 0.0 <= d.score <= 1.0, d
+        assert math.isclose(d.score, score, rel_tol=1e-9, abs_tol=1e-12), (d.score, score)
+        assert d.extra is not None and isinstance(d.extra.get("top"), tuple), d.extra
+        assert set(d.extra["top"]) <= set(x), (d.extra["top"], x)
+        learner.learn(d.slots, d.z, x["b"] > 50.0)
+    for bad in ("yes", 2, -1, None):
+        try:
+            learner.learn(d.slots, d.z, bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{type(learner).__name__} learned the verdict {bad!r}")
+
+
 def check_key_order_has_no_effect(learner: Learner) -> None:
     """Shuffling the keys of every instance changes no decision."""
     other = learner.clone()
@@ -232,7 +305,11 @@ def check_key_order_has_no_effect(learner: Learner) -> None:
         rng.shuffle(keys)
         d1 = learner.decide_one(x)
         d2 = other.decide_one({k: x[k] for k in keys})
-        assert _hashable(d1.label) == _hashable(d2.label) and d1.ask == d2.ask, (d1, d2)
+        if learner.task == "regression":  # a sum in another order: the same to rounding
+            assert math.isclose(d1.label, d2.label, rel_tol=1e-9, abs_tol=1e-9), (d1, d2)
+        else:
+            assert _hashable(d1.label) == _hashable(d2.label), (d1, d2)
+        assert d1.ask == d2.ask, (d1, d2)
         assert math.isclose(d1.score, d2.score, rel_tol=1e-6, abs_tol=1e-9), (d1.score, d2.score)
         if d1.ask:
             learner.learn(d1.slots, d1.z, y)
@@ -267,7 +344,7 @@ def check_budget_is_fixed(learner: Learner) -> None:
 
 
 def yield_checks(learner: Learner) -> Iterator[Callable[[Learner], None]]:
-    """The checks that apply to ``learner``, by its capabilities."""
+    """The checks that apply to ``learner``, by its task and capabilities."""
     yield check_declares_capabilities
     yield check_every_parameter_is_constrained
     yield check_defaults_are_immutable
@@ -275,8 +352,13 @@ def yield_checks(learner: Learner) -> Iterator[Callable[[Learner], None]]:
     yield check_clone
     yield check_state_round_trip
     yield check_input_not_mutated
-    yield check_labels_round_trip
-    yield check_predict_proba_one
+    if learner.task in _LABELLED_TASKS:
+        yield check_labels_round_trip
+        yield check_predict_proba_one
+    elif learner.task == "regression":
+        yield check_regression_outputs
+    elif learner.task == "anomaly":
+        yield check_anomaly_outputs
     yield check_key_order_has_no_effect
     yield check_channels_come_and_go
     yield check_budget_is_fixed

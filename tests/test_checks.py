@@ -75,6 +75,18 @@ LEARNERS = [
         lambda: edgelearn.MultiLabelKELM(window=24, block_size=4, target_query_rate=0.3, gamma=0.2, gam=0.0),
         lambda v: {"pos": v > 0} if abs(v) > 0.2 else {"pos": v > 0, "near": True},
     ),
+    # The regression task's learner takes numbers (references); the anomaly task's
+    # takes an operator's verdicts (True: a real anomaly).
+    ("AROWRegressor", lambda: edgelearn.AROWRegressor(seed=3), lambda v: 20.0 + 3.0 * v),
+    ("AROWRegressor-bins-every", lambda: edgelearn.AROWRegressor(n_bins=4, target_query_rate=1.0, capacity=16),
+     lambda v: -5.0 * v),
+    ("SurpriseDetector", lambda: edgelearn.SurpriseDetector(), lambda v: v > 1.5),
+    (
+        "SurpriseDetector-adaptive",
+        lambda: edgelearn.SurpriseDetector(evidence=("level", "shift", "context", "stuck"), season=0,
+                                           target_alarm_rate=0.02, warmup=5, capacity=16),
+        lambda v: int(v > 1.0),
+    ),
 ]
 IDS = [name for name, _, _ in LEARNERS]
 
@@ -200,6 +212,8 @@ def test_channels_that_appear_and_vanish(name, factory, make_label):
             if isinstance(d.label, dict):  # a label set: the names learned so far, bools
                 assert set(d.label) == learned and all(type(v) is bool for v in d.label.values())
                 learned |= set(y)
+            elif model.task == "regression":  # a number from the start
+                assert type(d.label) is float and np.isfinite(d.label)
             else:
                 # binary learners predict True/False whatever the labels' form
                 assert d.label is None or d.label in {True, False} | {make_label(v) for v in (-1.0, 0.0, 1.0)}

@@ -85,7 +85,8 @@ def test_protocol_page_has_examples_of_both_verdicts():
 @pytest.mark.parametrize("octal, topic, verdict, rest", examples())
 def test_protocol_page_examples(octal, topic, verdict, rest):
     payload = bytes(int(o, 8) for o in re.findall(r"\\([0-7]{3})", octal))
-    result = parse_message(topic, payload, Topics())
+    task = re.match(r" \(an? (\w+) stream\)", rest)  # an answer of a regression or anomaly stream
+    result = parse_message(topic, payload, Topics(), task=task.group(1) if task else "binary")
     if verdict == "accepted":
         assert isinstance(result, (DataMessage, DataBatch, LabelMessage)), result
         kind = Topics().parse(topic)[0]

@@ -102,6 +102,11 @@ def test_tail_probability_and_bins_match_the_reference():
         for total in (0.0, 0.3, 2.0, 17.0, 400.0):
             assert K.fisher(total, k) == pytest.approx(naive.surprise_fisher(total, k), rel=1e-12, abs=1e-15)
             assert K.fisher(K.fisher_inverse(total, k), k) == pytest.approx(total, rel=1e-9, abs=1e-9)
+    # a huge target (a threshold driven up by a target alarm rate) still brackets: it
+    # looped for ever where target + 1 == target
+    for total in (1e17, 3e20, 1e300):
+        assert K.fisher_inverse(total, 4) >= total
+    assert K.fisher_inverse(math.inf, 4) == math.inf
     # Fisher's combination against scipy's chi-squared, where scipy is at hand
     from scipy.stats import chi2  # scikit-learn, a dev dependency, brings scipy
     assert K.fisher(3.0, 3) == pytest.approx(-math.log10(chi2.sf(2 * math.log(10) * 3.0, 6)), rel=1e-9)

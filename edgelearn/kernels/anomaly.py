@@ -263,11 +263,16 @@ def fisher(total, k):
 @jit
 def fisher_inverse(target, k):
     """The sum of ``-log10`` p-values whose Fisher combination (``k`` of them) is
-    ``target`` (bisection; ``fisher(s, k) <= s``, so it is at least ``target``)."""
+    ``target`` (bisection; ``fisher(s, k) <= s``, so it is at least ``target``).
+    The bracket grows by a doubling step added to ``target``, so it closes where
+    ``target + 1`` rounds to ``target`` too (a threshold a target alarm rate drove
+    past 2**53), and the step stops growing at 1e308 (a ``target`` of inf)."""
     lo = target
-    hi = target + 1.0
-    while fisher(hi, k) < target:
-        hi = target + 2.0 * (hi - target)
+    step = 1.0
+    hi = target + step
+    while fisher(hi, k) < target and step < 1e308:
+        step *= 2.0
+        hi = target + step
     for _ in range(100):
         mid = 0.5 * (lo + hi)
         if fisher(mid, k) < target:

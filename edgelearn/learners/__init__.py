@@ -41,7 +41,7 @@ def make_learner(kind: str | None = None, params: dict | None = None,
     >>> make_learner("svm")
     Traceback (most recent call last):
     ...
-    ValueError: The 'kind' parameter of a learner configuration must be one of {'active_arow', 'paacds', 'pa', 'pafe', 'synthesis_nb', 'kelm_multilabel', 'ensemble'} or 'river:MODULE.CLASS'. Got 'svm'.
+    ValueError: The 'kind' parameter of a learner configuration must be one of {'active_arow', 'paacds', 'pa', 'pafe', 'synthesis_nb', 'kelm_multilabel', 'ensemble', 'arow_regressor', 'surprise'} or 'river:MODULE.CLASS'. Got 'svm'.
     """
     if kind is None:
         kind = default_kind(task)
@@ -80,7 +80,7 @@ def from_state(state: dict) -> Learner:
 
 
 __all__ = [
-    "ActiveAROW", "CAPABILITIES", "DEFAULT_KIND", "Decision", "KINDS", "Learner", "LEARNERS",
-    "MultiLabelKELM", "OnlineEnsemble", "PA", "PAACDS", "PAFE", "RIVER_PREFIX", "SynthesisNB",
+    "ActiveAROW", "AROWRegressor", "CAPABILITIES", "DEFAULT_KIND", "Decision", "KINDS", "Learner", "LEARNERS",
+    "MultiLabelKELM", "OnlineEnsemble", "PA", "PAACDS", "PAFE", "RIVER_PREFIX", "SurpriseDetector", "SynthesisNB",
     "TASKS", "from_state", "make_learner",
 ]

@@ -53,6 +53,8 @@ BUILTIN: dict[str, str] = {
     "synthesis_nb": "edgelearn.learners.synthesis_nb:SynthesisNB",
     "kelm_multilabel": "edgelearn.learners.kelm:MultiLabelKELM",
     "ensemble": "edgelearn.learners.ensemble:OnlineEnsemble",
+    "arow_regressor": "edgelearn.learners.arow_regressor:AROWRegressor",
+    "surprise": "edgelearn.learners.surprise:SurpriseDetector",
 }
 
 #: The learner kind a gateway stream, ``edgelearn replay`` and
@@ -66,6 +68,8 @@ TASK_DEFAULTS: dict[str, str] = {
     "binary": DEFAULT_KIND,
     "multiclass": DEFAULT_KIND,
     "multilabel": "kelm_multilabel",
+    "regression": "arow_regressor",
+    "anomaly": "surprise",
 }
 
 ENTRY_POINT_GROUP = "edgelearn.learners"

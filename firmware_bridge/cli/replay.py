@@ -49,7 +49,7 @@ def _active_kinds(single_label: bool = False) -> list[str]:
 
     found = [(kind, learner_class(kind)) for kind in kinds()]
     return [kind for kind, cls in found if "label_rate" in cls.capabilities
-            and not (single_label and "multilabel" in cls.tasks)]
+            and not (single_label and not cls.tasks & {"binary", "multiclass"})]
 
 
 class _LazyHelp(str):

@@ -109,6 +109,17 @@ def _single_label_active(kind: str) -> bool:
     return "label_rate" in learner.capabilities and learner.task in ("binary", "multiclass")
 
 
+def _nab_windows(sources: list[Path]) -> str:
+    """NAB's ``labels/combined_windows.json`` of the corpus the first source is in
+    (``NAB/data/DIR/NAME.csv``)."""
+    for parent in Path(sources[0]).resolve().parents if sources else ():
+        found = parent / "labels" / "combined_windows.json"
+        if found.is_file():
+            return str(found)
+    raise CliError("--metric nab needs NAB's labelled windows: --windows combined_windows.json "
+                   "(or sources inside a NAB folder, NAB/data/DIR/NAME.csv).")
+
+
 def cmd_tune(args) -> int:
     from firmware_bridge.offline import results_table
     from firmware_bridge.offline.tune import (
@@ -153,13 +164,18 @@ def cmd_tune(args) -> int:
             edgelearn.make_learner(args.learner, p)
         except (TypeError, ValueError) as exc:
             raise CliError(str(exc)) from None
+    windows = csv_label = None
+    if args.metric == "nab":
+        windows = args.windows or _nab_windows(sources)
+        csv_label = "none"  # NAB's series: timestamp,value
     units = _units(sources, args.group or "file")
     print(f"tuning {args.learner}: {len(param_sets)} parameter sets x {len(units)} logs, "
           f"scored by {args.metric} ({METRICS[args.metric]}); results in {args.results}",
           file=sys.stderr)
     try:
         results = tune(units, args.learner, param_sets, results_path=args.results, jobs=args.jobs,
-                       scheduler=args.scheduler, progress=_fanout_progress(args.quiet))
+                       scheduler=args.scheduler, progress=_fanout_progress(args.quiet),
+                       windows=windows, csv_label=csv_label)
     except KeyboardInterrupt:
         print(f"interrupted; finished tasks are kept in {args.results}: run the same command "
               "again to resume.", file=sys.stderr)
@@ -169,7 +185,8 @@ def cmd_tune(args) -> int:
     ranked = rank(results, args.metric)
     rows = [{**r, "rank": i + 1, "params": " ".join(f"{k}={v}" for k, v in sorted(r["params"].items())),
              "logs": "(all)", "stream": "(overall)", "path": ""} for i, r in enumerate(ranked)]
-    scores = ("mae", "rmse", "coverage") if args.metric in ("mae", "rmse") else ("accuracy", "f1")
+    scores = {"mae": ("mae", "rmse", "coverage"), "rmse": ("mae", "rmse", "coverage"),
+              "nab": ("nab", "alarms")}.get(args.metric, ("accuracy", "f1"))
     columns = ("rank", "params", "messages", "scored", *scores, "query_rate", "labels_used")
     if args.csv:
         Path(args.csv).write_text(results_table.to_csv(rows), encoding="utf-8")
@@ -240,8 +257,11 @@ def add_parser(sub) -> None:
     tune_parser.add_argument("--range", action="append", type=_parse_range, metavar="KEY=LOW:HIGH[:log]",
                              help="where --random draws a float parameter (repeatable)")
     tune_parser.add_argument("--seed", type=int, default=0, help="seed of the random search")
-    tune_parser.add_argument("--metric", choices=("accuracy", "f1", "mae", "rmse"), default=None,
-                             help="what ranks the sets (default accuracy; mae for --task regression)")
+    tune_parser.add_argument("--windows", default=None, metavar="FILE",
+                             help="--metric nab: NAB's labelled windows (combined_windows.json; "
+                                  "default: the labels/ of the NAB folder the sources are in)")
+    tune_parser.add_argument("--metric", choices=("accuracy", "f1", "mae", "rmse", "nab"), default=None,
+                             help="what ranks the sets (default accuracy; mae for --task regression, nab for --task anomaly)")
     tune_parser.add_argument("--label-budget", type=float, default=None, metavar="FRACTION",
                              help="target_query_rate of an active learner (default 0.1 for one of "
                                   "binary or multiclass streams)")

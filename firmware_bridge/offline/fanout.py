@@ -29,12 +29,14 @@ before the tasks: no worker compiles while it holds a task.
 from __future__ import annotations
 
 import glob
+import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Task", "expand_logs", "run_grid", "run_task", "tasks_for", "warm_up"]
+__all__ = ["CSV_SUFFIXES", "Task", "expand_logs", "nab_score_parts", "run_grid", "run_task", "tasks_for",
+           "warm_up"]
 
 
 @dataclass(frozen=True)
@@ -47,13 +49,19 @@ class Task:
     label_policy: str = "from_data"
     max_streams: int = 1024
     jit: bool = True
+    #: NAB's labelled windows (``combined_windows.json``): an anomaly stream of a CSV
+    #: named there is given its NAB score (:func:`nab_score_parts`).
+    windows: str | None = None
+    #: A CSV unit's label column (None: the last column; ``"none"``: no label column).
+    csv_label: str | None = None
 
     @property
     def key(self) -> str:
         """A stable name for the task (results files use it to resume)."""
         settings = " ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}"
                             for k, v in sorted(self.params.items()))
-        return f"{self.learner} {settings} | {', '.join(self.logs)}"
+        key = f"{self.learner} {settings} | {', '.join(self.logs)}"
+        return key if self.windows is None else f"{key} | windows {self.windows}"
 
 
 #: How sources become units: every file one unit, a directory's files one unit, all one.
@@ -99,12 +107,59 @@ def tasks_for(
     label_policy: str = "from_data",
     max_streams: int = 1024,
     jit: bool = True,
+    windows: str | None = None,
+    csv_label: str | None = None,
 ) -> list[Task]:
     """Every unit of logs with every parameter set, units varying fastest."""
     units = [(os.fspath(u),) if isinstance(u, (str, os.PathLike)) else tuple(map(os.fspath, u))
              for u in units]
-    return [Task(unit, learner, dict(params), label_policy, max_streams, jit)
+    return [Task(unit, learner, dict(params), label_policy, max_streams, jit, windows, csv_label)
             for params in param_sets for unit in units]
+
+
+#: Files a unit may hold besides msgpack logs: CSVs, read as ``edgelearn replay`` reads them.
+CSV_SUFFIXES = (".csv", ".csv.gz")
+
+
+def _csv_records(files: Sequence[str], label: str | None, times: dict[str, list]):
+    """The CSVs' readings as records, in file order; each stream's reading times go to
+    ``times``."""
+    from .csv_source import csv_source
+
+    for path in files:
+        source = csv_source(path, label)
+        stamps = times.setdefault(source.stream, [])
+        for record in source.records:
+            stamps.append(record.received_at)
+            yield record
+
+
+def nab_score_parts(times: Sequence[float], alarms: Sequence[bool], windows: list) -> dict[str, float]:
+    """A series' part of a NAB score of its alarms (the detector's own, no threshold
+    tuned; standard profile): ``nab_raw``, ``nab_null`` and ``nab_perfect``, which sum
+    over series and normalize as ``100 (raw - null) / (perfect - null)``
+    (:mod:`edgelearn.nab`). ``windows``: NAB's ``[start, end]`` timestamps."""
+    import numpy as np
+
+    from edgelearn.nab import PROFILES, NabSeries, Sweep
+
+    stamps = np.array(times, dtype=np.float64).astype("datetime64[s]")
+    rows = []
+    for start, end in windows:
+        found = [np.flatnonzero(stamps == np.datetime64(t[:19].replace(" ", "T"))) for t in (start, end)]
+        if any(len(f) != 1 for f in found):
+            raise ValueError(f"NAB window {start} .. {end} matches no single reading of the series.")
+        rows.append((int(found[0][0]), int(found[1][0])))
+    sweep = Sweep([NabSeries("series", stamps, np.zeros(len(stamps)), rows)], PROFILES["standard"])
+    raw = sweep.raw_at([np.asarray(alarms, dtype=np.float64)], 0.5)
+    return {"nab_raw": raw, "nab_null": sweep.null, "nab_perfect": sweep.perfect}
+
+
+def _windows_of(windows: dict, path: str) -> list | None:
+    """The windows NAB's file names for the CSV at ``path`` (matched by its last two
+    path parts, ``DIR/NAME.csv``, a ``.gz`` dropped), or None."""
+    parts = os.path.normpath(path).removesuffix(".gz").split(os.sep)
+    return windows.get("/".join(parts[-2:]))
 
 
 #: The prequential scores of a stream's status a task result keeps (by its task).
@@ -125,7 +180,16 @@ def run_task(task: Task) -> dict[str, Any]:
     def report(error: LogError) -> None:
         corrupt.append(str(error))
 
-    result = replay_records(pipeline, iter_logs(list(task.logs), on_error=report), jit=task.jit)
+    csvs = [f for f in task.logs if f.endswith(CSV_SUFFIXES)]
+    times: dict[str, list] = {}
+    if csvs:
+        if len(csvs) != len(task.logs):
+            raise ValueError(f"A unit is msgpack logs or CSVs, not both. Got {list(task.logs)}.")
+        records = _csv_records(csvs, task.csv_label, times)
+    else:
+        records = iter_logs(list(task.logs), on_error=report)
+    scored_by_nab = task.windows is not None and pipeline.task == "anomaly" and bool(csvs)
+    result = replay_records(pipeline, records, jit=task.jit, keep_predictions=scored_by_nab)
     status = pipeline.status()
     streams = {}
     for name, s in status["streams"].items():
@@ -139,6 +203,18 @@ def run_task(task: Task) -> dict[str, Any]:
             "channels": s["channels"],
             "path": result["paths"].get(name, ""),
         }
+    if scored_by_nab:
+        with open(task.windows, encoding="utf-8") as f:
+            windows = json.load(f)
+        for path in csvs:
+            from .csv_source import csv_source
+
+            name = csv_source(path, task.csv_label).stream
+            labelled = _windows_of(windows, path)
+            if labelled is None:
+                raise ValueError(f"{task.windows} names no windows for {path} (as DIR/NAME.csv).")
+            alarms = result["outputs"].get(name, {}).get("y", [])
+            streams[name].update(nab_score_parts(times[name], alarms, labelled))
     counters = status["counters"]
     return {
         "key": task.key,

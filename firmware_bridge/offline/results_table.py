@@ -7,7 +7,8 @@ by each stream's scored messages (so it is the accuracy over all scored
 messages), ``query_rate`` by its messages (all queries over all messages), and
 ``f1`` is the mean of the streams' F1 (macro over streams: F1 does not pool).
 Regression streams pool ``mae`` and ``coverage`` weighted by scored readings and
-``rmse`` as the root of the pooled mean square.
+``rmse`` as the root of the pooled mean square; anomaly streams sum ``alarms``, and
+streams scored on NAB pool ``nab``, NAB's normalized score over all their series.
 
 >>> results = [{"params": {"C": 1.0}, "logs": ["a.msgpack"], "streams": {
 ...     "s1": {"messages": 10, "scored": 8, "accuracy": 0.75, "f1": 0.5, "query_rate": 0.2,
@@ -29,7 +30,7 @@ from typing import Any
 __all__ = ["COLUMNS", "overall_by_params", "table_rows", "to_csv", "to_json", "to_text"]
 
 COLUMNS = ("params", "logs", "stream", "messages", "scored", "accuracy", "f1", "mae", "rmse",
-           "coverage", "query_rate", "labels_used", "path")
+           "coverage", "alarms", "nab", "query_rate", "labels_used", "path")
 
 
 def _params_text(params: dict) -> str:
@@ -61,6 +62,12 @@ def _pool(streams: list[dict]) -> dict[str, Any]:
         if covered:
             row["coverage"] = (sum(s["coverage"] * s["scored"] for s in covered)
                                / sum(s["scored"] for s in covered))
+    if streams and all("alarms" in s for s in streams):
+        row["alarms"] = sum(s["alarms"] for s in streams)
+    if streams and all("nab_raw" in s for s in streams):
+        # NAB's corpus score: its parts sum over series, then normalize.
+        raw, null, perfect = (sum(s[k] for s in streams) for k in ("nab_raw", "nab_null", "nab_perfect"))
+        row["nab"] = 100.0 * (raw - null) / (perfect - null) if perfect != null else None
     return row
 
 
@@ -108,6 +115,8 @@ def to_text(rows: list[dict], columns: tuple[str, ...] | None = None) -> str:
             return ""
         if key in ("accuracy", "f1", "query_rate", "mae", "rmse", "coverage"):
             return f"{value:.4f}"
+        if key == "nab":
+            return f"{value:.2f}"
         if isinstance(value, int):
             return f"{value:,}"
         return str(value)

@@ -43,13 +43,15 @@ METRICS = {
     "f1": "F1 of the positive label, averaged over streams (macro over streams)",
     "mae": "mean absolute error of a regression's predictions, pooled (lower is better)",
     "rmse": "root mean squared error of a regression's predictions, pooled (lower is better)",
+    "nab": "NAB's standard-profile score of an anomaly detector's own alarms, over every "
+           "series (CSVs of NAB's corpus, with its labelled windows)",
 }
 
 #: The metrics where lower is better.
 LOWER_IS_BETTER = frozenset({"mae", "rmse"})
 
 #: The metric a search ranks by when none is named, by task.
-TASK_METRICS = {"regression": "mae"}
+TASK_METRICS = {"regression": "mae", "anomaly": "nab"}
 
 
 def grid_params(grid: dict[str, Sequence]) -> list[dict[str, Any]]:
@@ -104,11 +106,14 @@ def tune(
     jobs: int = 1,
     scheduler: str | None = None,
     progress: Callable[[dict, int, int], None] | None = None,
+    windows: str | None = None,
+    csv_label: str | None = None,
 ) -> list[dict[str, Any]]:
     """Replay every unit with every parameter set; the task results in task order.
     Tasks already in ``results_path`` are not run again; new ones are appended as
-    they finish."""
-    tasks = tasks_for(units, learner, param_sets)
+    they finish. ``windows`` (NAB's ``combined_windows.json``) gives the anomaly
+    streams of NAB's CSVs their NAB score; ``csv_label`` is CSV units' label column."""
+    tasks = tasks_for(units, learner, param_sets, windows=windows, csv_label=csv_label)
     done = _load_results(results_path)
     todo = [t for t in tasks if t.key not in done]
     if todo:

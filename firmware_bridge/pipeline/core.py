@@ -376,10 +376,10 @@ class Pipeline:
             stream.asked += 1
         fields = {"seq": seq, "ts": ts, "y": label, "score": decision.score, "query": ask}
         extra = decision.extra
-        if extra is not None:  # the task's own outputs (an interval, the channels behind an alarm)
-            fields.update(extra)
-        stream.last_output = fields
         rules = stream.rules
+        if extra is not None:  # the task's own outputs (an interval, the channels behind an alarm)
+            fields.update(extra := rules.outputs(extra))
+        stream.last_output = fields
         if rules.note is not None:
             rules.note(stream, label)
         tally.predictions += 1

@@ -188,6 +188,12 @@ class StreamState:
                               moved[3])
 
 
+def _as_saved(value: Any) -> Any:
+    """A parameter as a checkpoint gives it back: msgpack has no tuples, so a tuple
+    (SurpriseDetector's ``evidence``) is saved as a list."""
+    return [_as_saved(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
 def state_problem(
     stream: str, state: Any, learner_class: type, params: dict[str, Any]
 ) -> str | None:
@@ -207,7 +213,8 @@ def state_problem(
     if not isinstance(saved, dict):
         return "the saved learner has no parameters"
     changed = sorted(
-        name for name in set(saved) | set(params) if saved.get(name) != params.get(name)
+        name for name in set(saved) | set(params)
+        if _as_saved(saved.get(name)) != _as_saved(params.get(name))
     )
     if changed:
         return "learner parameters differ from the configuration: " + ", ".join(

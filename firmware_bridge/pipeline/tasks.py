@@ -14,6 +14,7 @@ the outputs and the status ask it, never a learner's kind.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from edgelearn.learners.base import BinaryTargets
@@ -58,6 +59,11 @@ class TaskRules:
         """Count the prediction against the answer ``y`` that came with its reading;
         False if the stream's learner cannot take ``y`` (counted as unusable)."""
         raise NotImplementedError
+
+    def outputs(self, extra: dict) -> dict:
+        """The task's own outputs of a decision (``Decision.extra``) as the prediction
+        message, the label request and the scoring take them."""
+        return extra
 
     def on_answer(self, stream: Any, predicted: Any, y: Any) -> None:
         """An answer to a label request was learned (``predicted``: what the request
@@ -183,6 +189,14 @@ class RegressionRules(TaskRules):
 
     def refusal(self, targets, y):
         return "a regression stream takes finite numbers"
+
+    def outputs(self, extra):
+        # A bound that is not finite (a learner's whole line before it knows its
+        # noise) is no interval: nil on the wire, and not counted in the coverage.
+        lower, upper = extra.get("lower"), extra.get("upper")
+        if lower is None or upper is None or (math.isfinite(lower) and math.isfinite(upper)):
+            return extra
+        return {**extra, "lower": None, "upper": None}
 
     def score(self, stream, y, predicted, extra, tally):
         problem = self.label_problem(stream, y)
