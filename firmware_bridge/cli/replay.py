@@ -213,8 +213,10 @@ def _replay_records(records, total: int, unit: str, names: list[str], args, para
     if curves is not None:
         records = _observed(records, curves)
     # the curves read the pipeline after each message: they need the per-message path
-    result = replay_records(pipeline, records, jit=not args.per_message and curves is None,
-                            progress=show)
+    result = replay_records(
+        pipeline, records, jit=not args.per_message and curves is None, progress=show,
+        per_message_reason="--per-message" if args.per_message
+        else "--curve/--plot read every reading's outputs")
     count = result["records"]
     seconds = time.perf_counter() - start
     progress.close()

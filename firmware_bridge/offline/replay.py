@@ -134,6 +134,7 @@ def replay_records(
     records: Iterable[Any],
     *,
     jit: bool = True,
+    per_message_reason: str = "per-message path asked for",
     keep_predictions: bool = False,
     progress: Callable[[Any, int], None] | None = None,
     chunk: int = CHUNK,
@@ -147,10 +148,11 @@ def replay_records(
     messages or so, so memory does not grow with the log.
 
     ``pipeline`` ends as :meth:`Pipeline.handle` over the same records would leave
-    it. ``jit=False`` runs every stream on the per-message path. ``progress(record,
+    it. ``jit=False`` runs every stream on the per-message path (the summary says
+``per_message_reason``). ``progress(record,
     count)`` is called every 4096 records or so.
     """
-    why_not = None if jit else "per-message path asked for"
+    why_not = None if jit else per_message_reason
     if why_not is None:
         why_not = jitted_path(pipeline)
     outputs: dict[str, dict[str, list]] = {}
