@@ -88,7 +88,8 @@ def test_the_library_still_offers_everything_by_name():
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "OnlineEnsemble" in lines[0] and "ChannelSpace" in lines[0]
-    assert lines[1] == str(sorted(["ActiveAROW", "MultiLabelKELM", "OnlineEnsemble", "PA", "PAACDS", "PAFE", "SynthesisNB"]))
+    assert lines[1] == str(sorted(["ActiveAROW", "MultiLabelKELM", "OnlineEnsemble", "PA", "PAACDS", "PAFE",
+                                   "SynthesisNB", "AROWRegressor", "SurpriseDetector"]))
     assert lines[2] == "edgelearn.evaluate edgelearn.evaluate"
 
 

@@ -72,7 +72,7 @@ def test_a_stepped_wall_clock_leaves_uptime_ages_and_label_ttls_alone(
     assert 0 <= stepped["checkpoint_age_s"] <= stepped["uptime_s"] + 0.1
     assert stepped["counters"]["clock_steps"] == 1
     assert stepped["started_at"] < time.time() - TEN_YEARS_S  # shown as it was seen
-    metrics = wait_until(lambda: (m := _metrics(metrics_port)).get("edgelearn_clock_steps") == 1
+    metrics = wait_until(lambda: (m := _metrics(metrics_port)).get("edgelearn_clock_steps_total") == 1
                          and m, 10, "the step on the metrics page")
     assert 0 < metrics["edgelearn_uptime_seconds"] < 120 + elapsed
     assert 0 <= metrics["edgelearn_checkpoint_age_seconds"] < 120 + elapsed
@@ -149,7 +149,7 @@ def _refused(broker, gateways, observer_factory):
         capture_output=True, text=True, timeout=60)
     assert "gateway gwtest: online, degraded (publish_refused)" in shown.stdout, shown
     metrics = _metrics(metrics_port)
-    assert metrics["edgelearn_publish_refused_prediction"] == n
+    assert metrics["edgelearn_publish_refused_prediction_total"] == n
     assert metrics["edgelearn_degraded"] == 1
     assert gateway.terminate() == 0
     log = gateway.log.read_text()

@@ -43,13 +43,14 @@ def _resolve_learner(args) -> None:
 
 def _active_kinds(single_label: bool = False) -> list[str]:
     """The learner kinds that ask for labels at a rate (``target_query_rate``);
-    with ``single_label``, those of binary and multiclass streams only (the
-    ones ``replay`` gives a 10% budget by default)."""
+    with ``single_label``, those that serve binary and multiclass streams only (the
+    ones ``replay`` gives a 10% budget by default; not a River model, whose task is
+    its estimator's)."""
     from edgelearn.learners.registry import kinds, learner_class
 
     found = [(kind, learner_class(kind)) for kind in kinds()]
     return [kind for kind, cls in found if "label_rate" in cls.capabilities
-            and not (single_label and not cls.tasks & {"binary", "multiclass"})]
+            and not (single_label and not cls.tasks <= {"binary", "multiclass"})]
 
 
 class _LazyHelp(str):
