@@ -16,8 +16,7 @@
 #                           unpack_foreign_root) and ldconfig under qemu-user. The
 #                           marker ROOT/.edgelearn-root-complete, written last, tells
 #                           a finished root from an interrupted one (rebuilt)
-#   PASS_ENV, HOST_CA       the proxy variables and the CA bundle pip trusts here, for
-#                           what runs in the root
+#   HOST_CA, copy_host_ca   the CA bundle pip trusts here, for pip in a native root
 
 say() { echo "$LOG_TAG: $*" >&2; }
 die() { echo "$LOG_TAG: FAILED: $*" >&2; exit 1; }
@@ -149,13 +148,9 @@ qemu_name() {  # Debian architecture -> qemu's name for it
 }
 
 # pip in a root trusts what pip here trusts (a network whose proxy re-signs TLS
-# has its CA in the host's bundle, not in Debian's) and uses the same proxy.
+# has its CA in the host's bundle, not in Debian's). The arm64 root of
+# tools/test_aarch64.sh never reaches the network: its wheels are downloaded here.
 HOST_CA="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
-PASS_ENV=()
-for _var in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY PIP_INDEX_URL PIP_DEFAULT_TIMEOUT; do
-    [ -n "${!_var:-}" ] && PASS_ENV+=("$_var=${!_var}")
-done
-unset _var
 
 copy_host_ca() {  # ROOT: the host's CA bundle as ROOT/etc/ssl/host-ca.crt (or none)
     if [ -s "$HOST_CA" ]; then
