@@ -71,13 +71,17 @@ in_root() {  # run a command in the arm64 root (which never reaches the network)
 
 # Byte-compiles Python files of the root with the host's Python when both have the
 # same bytecode (importlib's MAGIC_NUMBER, one per minor version): what Debian's
-# postinst and pip would do under emulation in minutes takes seconds here, and
+# postinst and pip would do under emulation takes 6 to 10 s here, and
 # without it every emulated start compiles what it imports again (numba, numpy
-# and the stdlib: 8 s instead of 5 s for `import numba, numpy` under qemu).
+# and the stdlib: 8 to 10 s instead of 5 to 6 s for `import numba, numpy` under
+# qemu, measured once on 2026-11-26).
 # The .pyc name the root's paths; a Python whose magic differs ignores them.
 compile_in_root() {  # PATH-IN-ROOT ...
     local dirs=() d
-    [ "$root_magic" = "$host_magic" ] || return 0
+    if [ "$root_magic" != "$host_magic" ]; then
+        say "not byte-compiling ${*}: the host's Python writes other bytecode ($host_magic, the root's $root_magic)"
+        return 0
+    fi
     for d in "$@"; do dirs+=("$ROOT$d"); done
     "$HOST_PY" -m compileall -q -j 0 -s "$ROOT" -p / "${dirs[@]}" >"$CACHE/compileall.log" 2>&1 \
         || die "byte-compiling ${*} with the host's Python failed; see $CACHE/compileall.log"
