@@ -158,7 +158,10 @@ wheel_sha=$("$HOST_PY" - "$wheel" <<'EOF'
 import hashlib, sys, zipfile
 h = hashlib.sha256()
 with zipfile.ZipFile(sys.argv[1]) as z:
-    for name in sorted(z.namelist()):
+    # Not METADATA (it holds the README) nor RECORD (its hashes): a README-only
+    # change must not reinstall the package and wipe the arm64 Numba cache.
+    for name in sorted(n for n in z.namelist()
+                       if not n.endswith((".dist-info/METADATA", ".dist-info/RECORD"))):
         h.update(name.encode() + b"\0" + z.read(name))
 print(h.hexdigest())
 EOF
