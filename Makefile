@@ -11,7 +11,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 
 RESULTS := paacds pafe synthesis kelm ensemble label-budget drift nab faults regression
-BENCHES := replay kelm gateway memory log-replay
+BENCHES := replay kelm gateway memory log-replay startup
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
 .PHONY: setup demo test test-aarch64 test-ecosystem bench results leaderboard clean
