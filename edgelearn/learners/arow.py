@@ -12,7 +12,7 @@ import numpy as np
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
 from ..kernels.rate_control import budgeted_query, new_query_state, widened
-from .arrays import RowsPass, RowsResult, feature_buffers, run_signed
+from .arrays import RowsPass, RowsResult, row_buffers, run_signed
 from .base import Decision, Learner, softmax_proba
 from .budget import HeldBudget
 from .mergeable import Mergeable
@@ -298,17 +298,10 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         from ..kernels import log_replay as loop
 
         X, names = rows.X, rows.names
-        n = X.shape[0]
         space = self.channels
         col_slot, slot_col, changed, counters = space.column_map(names)
-        width = max(len(names), 1)
-        slots = np.empty(width, dtype=np.int32)
-        vals = np.empty(width, dtype=np.float64)
-        pred = np.empty(n, dtype=np.int64)
-        margins = np.empty(n, dtype=np.float64)
-        asked = np.zeros(n, dtype=np.bool_)
+        out = row_buffers(rows)
         target = self.target_query_rate
-        feat_k, feat_slots, feat_z = feature_buffers(n, width, rows.keep_features)
 
         def run(code_sign, start, resume_n, threshold):
             row, status, threshold, n_features = loop.arow_binary_log_loop(
@@ -320,14 +313,14 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
                 self.W, self.S, self.b, self.Sb, self._m, self._v, self._r, self._floor,
                 float(self.query_power), _PRIOR_VAR, self.rng_state, threshold, target is not None,
                 0.0 if target is None else float(target), float(self.budget_gain),
-                slots, vals, pred, margins, asked, feat_k, feat_slots, feat_z,
+                *out,
             )
             return row, status == loop.DONE, threshold, n_features
 
         threshold, states = run_signed(self.targets, rows, self._current_threshold, run)
         self._current_threshold = float(threshold)
         space.take_column_map(names, slot_col, changed, counters)
-        return RowsResult(pred, margins, asked, feat_k, feat_slots, feat_z, states)
+        return out.result(states)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the

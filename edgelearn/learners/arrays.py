@@ -144,6 +144,33 @@ def feature_buffers(n: int, width: int, keep: bool) -> tuple[np.ndarray, np.ndar
     return np.empty(0, dtype=np.int64), np.empty((0, 1), dtype=np.int32), np.empty((0, 1))
 
 
+class RowBuffers(NamedTuple):
+    """What a learner's jitted loop over a :class:`RowsPass` fills: ``slots`` and
+    ``vals`` for one row's channels, then per row what :class:`RowsResult` gives."""
+
+    slots: np.ndarray
+    vals: np.ndarray
+    pred: np.ndarray
+    margins: np.ndarray
+    asked: np.ndarray
+    feat_k: np.ndarray
+    feat_slots: np.ndarray
+    feat_z: np.ndarray
+
+    def result(self, label_states: list) -> RowsResult:
+        return RowsResult(self.pred, self.margins, self.asked, self.feat_k, self.feat_slots,
+                          self.feat_z, label_states)
+
+
+def row_buffers(rows: RowsPass) -> RowBuffers:
+    """The buffers of a loop over ``rows`` (one row holds at most ``len(rows.names)``
+    channels)."""
+    n, width = rows.X.shape[0], max(len(rows.names), 1)
+    return RowBuffers(np.empty(width, dtype=np.int32), np.empty(width, dtype=np.float64),
+                      np.empty(n, dtype=np.int64), np.empty(n, dtype=np.float64),
+                      np.zeros(n, dtype=np.bool_), *feature_buffers(n, width, rows.keep_features))
+
+
 def run_signed(targets, rows: RowsPass, carried: float, run: Callable) -> tuple[float, list]:
     """Drive a binary learner's jitted row loop that stops at a label whose side is
     not known yet (``kernels/log_replay.py``): each label's sign, known ones now

@@ -13,7 +13,7 @@ from .arrays import (
     RowsPass,
     RowsResult,
     array_labels,
-    feature_buffers,
+    row_buffers,
     run_columns,
     run_signed,
     user_predictions,
@@ -315,20 +315,13 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
         from ..kernels import log_replay as loop
 
         X, names = rows.X, rows.names
-        n = X.shape[0]
         space = self.channels
         col_slot, slot_col, changed, counters = space.column_map(names)
-        width = max(len(names), 1)
-        slots = np.empty(width, dtype=np.int32)
-        vals = np.empty(width, dtype=np.float64)
+        out = row_buffers(rows)
         cap = space.capacity
         xs, zs, hs = np.empty(cap), np.empty(cap), np.empty(cap)
-        pred = np.empty(n, dtype=np.int64)
-        margins = np.empty(n, dtype=np.float64)
-        asked = np.zeros(n, dtype=np.bool_)
         col_key = np.array([name_key(c) for c in names], dtype=np.float64)
         target = 0.0 if self.target_query_rate is None else float(self.target_query_rate)
-        feat_k, feat_slots, feat_z = feature_buffers(n, width, rows.keep_features)
 
         def run(code_sign, start, resume_k, delta):
             row, status, delta, k = loop.paacds_binary_log_loop(
@@ -340,15 +333,15 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
                 self._h_forget, _K0, self.rng_state, delta, target, float(self.budget_gain),
                 float(self.C), self._variant_i, self.learn_intercept, self._lam, float(self.B),
                 self._max_weights, self._idx_buf, self._score_buf, col_key, space.name_key,
-                self._scores, slots, vals, xs, zs, hs, pred, margins, asked,
-                feat_k, feat_slots, feat_z,
+                self._scores, out.slots, out.vals, xs, zs, hs, out.pred, out.margins, out.asked,
+                out.feat_k, out.feat_slots, out.feat_z,
             )
             return row, status == loop.DONE, delta, k
 
         delta, states = run_signed(self.targets, rows, self._current_delta, run)
         self._current_delta = float(delta)
         space.take_column_map(names, slot_col, changed, counters)
-        return RowsResult(pred, margins, asked, feat_k, feat_slots, feat_z, states)
+        return out.result(states)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the
