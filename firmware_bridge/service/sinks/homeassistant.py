@@ -336,8 +336,9 @@ class HomeAssistantSink(Sink):
     """Discovery configs, states and availability, published by the gateway's worker:
     at most once a second (:data:`INTERVAL_S`) the configs of streams not announced
     yet and the state of each stream whose shown values changed; with each status, the
-    gateway's health and availability, and every stream's state at the next tick (so
-    a quiet stream stays available for ``expire_after``); everything announced again when HA says it
+    gateway's health and availability; and a stream's state again when it has not
+    been published for a status interval, changed or not (so a quiet stream of a
+    running gateway stays available: ``expire_after`` is 3 status intervals); everything announced again when HA says it
     started (its birth topic) or the outbound connection came up again (a broker
     without persistence lost the retained configs)."""
 
@@ -350,7 +351,9 @@ class HomeAssistantSink(Sink):
             config.gateway_id, settings["discovery_prefix"], settings["state_prefix"],
             settings["birth_topic"], expire_after_s=int(max(60, 3 * config.status_interval_s)))
         self._next = -math.inf
-        self._states: dict[str, tuple] = {}  # stream -> what its last state showed
+        # stream -> (what its last state showed, when it was published)
+        self._states: dict[str, tuple[tuple, float]] = {}
+        self._heartbeat_s = config.status_interval_s
         self._connection = 0  # the outbound connection the entities were announced on
 
     def subscriptions(self) -> tuple[str, ...]:
@@ -368,10 +371,6 @@ class HomeAssistantSink(Sink):
         ha, publish = self.ha, self.host.publish
         if state == "online":
             publish(ha.availability_topic, b"online", 1, True)
-            # Every stream's state again at the next tick, changed or not: HA marks an
-            # entity unavailable after expire_after (3 status intervals) without a
-            # message, and a quiet sensor on a healthy gateway is not unavailable.
-            self._states.clear()
         info = publish(ha.gateway_state_topic, ha.gateway_state(status), 1, True)
         if state != "online":
             info = publish(ha.availability_topic, b"offline", 1, True)
@@ -401,7 +400,11 @@ class HomeAssistantSink(Sink):
             output = pipeline.last_output(name) if task in ("regression", "anomaly") else None
             shown = (prediction, stream_status["data"], stream_status["learned"],
                      None if output is None else tuple(output.items()))
-            if self._states.get(name) != shown:
-                self._states[name] = shown
+            last = self._states.get(name)
+            # Published again when it changed, or when a status interval went by
+            # without a message: HA marks an entity unavailable after expire_after (3
+            # status intervals), and a quiet sensor on a healthy gateway is not.
+            if last is None or last[0] != shown or now - last[1] >= self._heartbeat_s:
+                self._states[name] = (shown, now)
                 publish(ha.stream_state_topic(name),
                         ha.stream_state(stream_status, prediction, task, output), 0, True)
