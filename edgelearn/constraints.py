@@ -144,9 +144,13 @@ def _format_bound(bound: float) -> str:
     # is how people write intervals.
     if math.isinf(bound):
         return "inf" if bound > 0 else "-inf"
-    if float(bound).is_integer():
+    if isinstance(bound, numbers.Integral) or float(bound).is_integer():
         return str(int(bound))
     return repr(float(bound))
+
+
+def _exact(bound: float, kind: type) -> int | float:
+    return int(bound) if kind is int and isinstance(bound, numbers.Integral) else float(bound)
 
 
 class Interval(Constraint):
@@ -181,8 +185,10 @@ class Interval(Constraint):
         self.low = low
         self.high = high
         self.closed = closed
-        self._lo = -math.inf if low is None else float(low)
-        self._hi = math.inf if high is None else float(high)
+        # Int bounds stay exact ints: float(2**64 - 1) is 2**64, which would print the
+        # wrong bound and let a seed of 2**64 through.
+        self._lo = -math.inf if low is None else _exact(low, kind)
+        self._hi = math.inf if high is None else _exact(high, kind)
         self._lo_closed, self._hi_closed = _CLOSED[closed]
         if kind is int:
             # An int can never equal an infinite bound.

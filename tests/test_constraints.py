@@ -248,3 +248,14 @@ def test_module_imports_only_stdlib_and_numpy():
             imported.add((node.module or "").split(".")[0])
     assert imported <= {"__future__", "math", "numbers", "re", "typing", "numpy"}, imported
     assert "river" not in out and "sklearn" not in out
+
+
+def test_int_bounds_beyond_float_precision_stay_exact():
+    # A seed is a uint64: float(2**64 - 1) rounds up to 2**64, which printed the wrong
+    # bound in configs/gateway.toml and let 2**64 through to the generator.
+    seed = Interval(int, 0, 2**64 - 1)
+    assert seed.describe() == "an int in [0, 18446744073709551615]"
+    assert seed.convert(2**64 - 1) == 2**64 - 1
+    with pytest.raises(ValueError, match=r"\[0, 18446744073709551615\]. Got 18446744073709551616"):
+        seed.convert(2**64)
+    assert 2**64 in seed.invalid_values()
