@@ -105,3 +105,15 @@ def test_warmup_reports_a_bad_config(tmp_path):
     )
     assert result.returncode == 2
     assert "The 'kind' parameter of [learner] must be one of" in result.stderr and "Got 'svm'" in result.stderr
+
+
+def test_warmup_stream_teaches_each_task_its_own_kind_of_label():
+    # A regressor warmed on 0/1 (the binary labels) learned a line through two values.
+    from firmware_bridge.service.warmup import synthetic_stream
+
+    regression = [y for _, _, y in synthetic_stream("regression", 2, 300)]
+    assert all(isinstance(y, float) for y in regression)
+    assert len({round(y, 6) for y in regression}) > 100
+    assert {type(y) for _, _, y in synthetic_stream("binary", 2, 30)} == {bool}
+    assert {y for _, _, y in synthetic_stream("multiclass", 3, 300)} == {0, 1, 2}
+    assert all(isinstance(y, dict) for _, _, y in synthetic_stream("multilabel", 2, 30))

@@ -90,16 +90,20 @@ def _dispatchers() -> dict[str, Any]:
     return found
 
 
-def _label(i: int, values: dict[str, float], binary: bool, multilabel: bool, n_classes: int) -> Any:
+def _label(i: int, values: dict[str, float], task: str, n_classes: int) -> Any:
+    """A label of ``task``'s kind, so the learner is warmed on what it will be taught
+    (a regressor on numbers, not on 0/1)."""
     total = sum(values.values())
-    if multilabel:
+    if task == "multilabel":
         return {"warm": total > 0.0, "cold": values.get("c1", 0.0) > 0.3, "odd": i % 3 == 0}
-    if binary:
-        return total > 0.0
-    return int(abs(total) * 3) % n_classes
+    if task == "regression":
+        return 2.0 * total + 0.5
+    if task == "multiclass":
+        return int(abs(total) * 3) % n_classes
+    return total > 0.0  # binary; an anomaly verdict (True: a real anomaly)
 
 
-def _stream(binary: bool, multilabel: bool, n_classes: int, messages: int, first_seq: int = 0):
+def synthetic_stream(task: str, n_classes: int, messages: int, first_seq: int = 0):
     """(seq, channels, label) for a stream whose sensor set is replaced midway; seq
     counts on from ``first_seq`` (a restarted gateway's sensor did not restart)."""
     third = messages // 3
@@ -112,7 +116,7 @@ def _stream(binary: bool, multilabel: bool, n_classes: int, messages: int, first
             for k, name in enumerate(names)
             if (i + k) % 7 != 0
         } or {names[0]: 0.5}
-        yield first_seq + i, values, _label(i, values, binary, multilabel, n_classes)
+        yield first_seq + i, values, _label(i, values, task, n_classes)
 
 
 def _drive(pipeline: Pipeline, stream: str, messages) -> None:
@@ -142,16 +146,14 @@ def warm_up(config, messages: int = MESSAGES) -> WarmupReport:
     before = {name: _counts(d) for name, d in _dispatchers().items()}
     pipeline = config.make_pipeline(clock=lambda: 0.0)
     prototype = edgelearn.make_learner(config.learner_kind, config.learner_params)
-    multilabel = prototype.task == "multilabel"
-    binary = prototype.task == "binary"
     n_classes = int(getattr(prototype, "n_classes", 2) or 2)
-    _drive(pipeline, "warmup", _stream(binary, multilabel, n_classes, messages))
+    _drive(pipeline, "warmup", synthetic_stream(prototype.task, n_classes, messages))
     pipeline.status()
     pipeline.memory()
     # A restart: the checkpointed learner predicts and learns on.
     again = config.make_pipeline(clock=lambda: 0.0)
     again.restore("warmup", pipeline.to_state("warmup"))
-    _drive(again, "warmup", _stream(binary, multilabel, n_classes, 60, first_seq=messages))
+    _drive(again, "warmup", synthetic_stream(prototype.task, n_classes, 60, first_seq=messages))
 
     report = WarmupReport(kind=config.learner_kind, seconds=time.perf_counter() - start)
     dirs = set()
