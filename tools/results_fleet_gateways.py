@@ -213,8 +213,10 @@ class Observer:
         self.predictions: dict[tuple[str, int], bool] = {}
         self.requests: dict[str, list[int]] = {}
         self.statuses: dict[str, dict] = {}
-        self.fleet_bytes = 0
+        self.fleet_bytes = 0  # contributions (edgelearn/fleet/results/<gateway>)
         self.fleet_messages = 0
+        self.total_bytes = 0  # the retained totals (edgelearn/fleet/results/<gateway>/total)
+        self.total_messages = 0
         protocol = paho.MQTTv311 if broker.protocol == "MQTTv311" else paho.MQTTv5
         self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="results-observer", protocol=protocol)
         self.client.max_inflight_messages_set(100)
@@ -229,8 +231,12 @@ class Observer:
         levels = message.topic.split("/")
         if levels[1] == "fleet":
             with self.lock:
-                self.fleet_bytes += len(message.topic) + len(message.payload)
-                self.fleet_messages += 1
+                if levels[-1] == "total":
+                    self.total_bytes += len(message.topic) + len(message.payload)
+                    self.total_messages += 1
+                else:
+                    self.fleet_bytes += len(message.topic) + len(message.payload)
+                    self.fleet_messages += 1
             return
         body = msgpack.unpackb(message.payload, raw=False)
         if levels[1] == "status":
@@ -306,7 +312,7 @@ def one_run(k: int, fleet: bool, args, seed: int, nats: bool = False) -> dict:
             wait_until(online, 120, f"gateway {name} online")
         time.sleep(0.5)  # the gateways' subscriptions are in place
         cpu_before = {name: cpu_seconds(p.pid) for name, p in processes.items()}
-        bytes_before = observer.fleet_bytes
+        bytes_before = observer.fleet_bytes, observer.total_bytes
         began = time.monotonic()
 
         # The fleet's streams, joining one after another.
@@ -327,10 +333,12 @@ def one_run(k: int, fleet: bool, args, seed: int, nats: bool = False) -> dict:
                                for seq in range(len(new))), 120, "the new stream's predictions")
         elapsed = time.monotonic() - began
         cpu = sum(cpu_seconds(p.pid) - cpu_before[name] for name, p in processes.items())
-        fleet_bytes = observer.fleet_bytes - bytes_before
+        fleet_bytes = observer.fleet_bytes - bytes_before[0]
+        total_bytes = observer.total_bytes - bytes_before[1]
         time.sleep(1.5)  # a last status with the counters
         counters = {name: {key: observer.counter(name, key) for key in
-                           ("fleet_contributions_sent", "fleet_contributions_merged", "fleet_streams_started")}
+                           ("fleet_contributions_sent", "fleet_contributions_merged", "fleet_streams_started",
+                            "fleet_totals_merged")}
                     for name in processes}
     finally:
         for process in processes.values():
@@ -358,7 +366,8 @@ def one_run(k: int, fleet: bool, args, seed: int, nats: bool = False) -> dict:
 
     messages = args.streams * args.trained + 3 * args.new
     out = {"k": k, "fleet": fleet, "nats": nats, "elapsed_s": elapsed, "cpu_per_message_us": 1e6 * cpu / messages,
-           "fleet_bytes": fleet_bytes, "fleet_messages": observer.fleet_messages, "counters": counters}
+           "fleet_bytes": fleet_bytes, "fleet_messages": observer.fleet_messages, "total_bytes": total_bytes,
+           "total_messages": observer.total_messages, "counters": counters}
     new_seqs = range(len(new))
     out["right"] = {"fleet": right("room-new", new_seqs), "alone": right("solo-new", new_seqs),
                     "trained": right("room-0", range(args.trained, args.trained + len(new)))}
@@ -416,7 +425,9 @@ def windows_of(args) -> list[int]:
 def newcomer_rows(label: str, runs: list, args) -> tuple[list[str], dict]:
     windows = windows_of(args)
     rows, acc = [], {}
-    for how, name in (("fleet", "from the group model"), ("alone", "alone"),
+    shared = runs[0]["fleet"]
+    for how, name in (("fleet", "from the group model" if shared else "room-new (fleet off: alone)"),
+                      ("alone", "alone"),
                       ("trained", f"trained for {args.trained}")):
         acc[how] = {w: 100 * np.mean([r["right"][how][:w].mean() for r in runs]) for w in windows}
         cells = " | ".join(f"{acc[how][w]:.1f}" for w in windows)
@@ -461,6 +472,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rate", type=float, default=0.1, help="the learners' target_query_rate")
     parser.add_argument("--offset", type=float, default=0.0, help="per-stream concept offsets N(0, S)")
     parser.add_argument("--offset-case", type=float, default=0.5, help="S of the per-stream-offset rows (0: none)")
+    parser.add_argument("--cpu-pairs", type=int, default=1,
+                        help="more runs at the isolated runs' k, fleet off then on, for the CPU ratio")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-nats", action="store_true", help="leave out the NATS cluster row")
     parser.add_argument("--quick", action="store_true", help="k = 2, 2 streams of 400 readings, no NATS or offsets")
@@ -468,7 +481,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.k, args.streams, args.trained, args.new, args.join = [2], 2, 400, 400, 100
-        args.per_second, args.no_nats, args.offset_case = 300.0, True, 0.0
+        args.per_second, args.no_nats, args.offset_case, args.cpu_pairs = 300.0, True, 0.0, 0
     started = time.time()
     runs = []  # (label, result)
     isolated_k = 4 if 4 in args.k else args.k[-1]
@@ -481,6 +494,9 @@ def main(argv=None) -> int:
                      args.offset_case))
         plan.append((f"k = {isolated_k}, offsets N(0, {args.offset_case:g}), isolated", isolated_k, False, False,
                      args.offset_case))
+    for n in range(args.cpu_pairs):  # the other order: off first, then on
+        plan.append((f"k = {isolated_k}, isolated (CPU pair {n + 2})", isolated_k, False, False, args.offset))
+        plan.append((f"k = {isolated_k} (CPU pair {n + 2})", isolated_k, True, False, args.offset))
     for label, k, fleet, nats, offset in plan:
         run_args = argparse.Namespace(**{**vars(args), "offset": offset})
         print(f"{label} ...", file=sys.stderr, flush=True)
@@ -506,7 +522,8 @@ def page(args, runs: list, isolated_k: int, seconds: float) -> str:
     for label, run in runs:
         rows, acc = newcomer_rows(label, [run], args)
         body += rows
-        notes.append(aims(label, acc, args))
+        if run["fleet"]:
+            notes.append(aims(label, acc, args))
     body += [""] + [f"* {n}" for n in notes]
     body += ["", "## The fleet's streams: accuracy and labels, shared or isolated", "",
              "| run | accuracy over all their readings (%) | labels asked | labels each stream needed to reach "
@@ -530,22 +547,29 @@ def page(args, runs: list, isolated_k: int, seconds: float) -> str:
                         f"accuracy {100 * (a['fleet_accuracy'] - b['fleet_accuracy']):+.1f} points at "
                         f"{a['fleet_labels']} against {b['fleet_labels']} labels")
     body += ["", "## What crosses the broker, and what the fleet costs a gateway", "",
-             "| run | fleet messages | fleet bytes | bytes per message | run (s) | bytes per hour at this "
-             "interval | bytes per hour per gateway at interval_seconds = 60 | gateway CPU per data message (µs) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| run | contributions | their bytes | bytes per contribution | totals (retained) | their bytes | "
+             "run (s) | fleet bytes per hour in this run | bytes per hour per gateway at interval_seconds = 60 | "
+             "gateway CPU per data message (µs) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for label, run in runs:
         per_message = run["fleet_bytes"] / max(run["fleet_messages"], 1)
-        sent = sum(c["fleet_contributions_sent"] for c in run["counters"].values())
-        per_gateway_hour = per_message * 60 if sent else 0.0
+        per_total = run["total_bytes"] / max(run["total_messages"], 1)
+        # At most one contribution a minute, and a total with every 10th (SNAPSHOT_EVERY).
+        per_gateway_hour = (60 * per_message + 6 * per_total) if run["fleet_messages"] else 0.0
         body.append(f"| {label} | {run['fleet_messages']} | {run['fleet_bytes']} | {per_message:.0f} | "
-                    f"{run['elapsed_s']:.0f} | {run['fleet_bytes'] * 3600 / run['elapsed_s']:.0f} | "
+                    f"{run['total_messages']} | {run['total_bytes']} | {run['elapsed_s']:.0f} | "
+                    f"{(run['fleet_bytes'] + run['total_bytes']) * 3600 / run['elapsed_s']:.0f} | "
                     f"{per_gateway_hour:.0f} | {run['cpu_per_message_us']:.0f} |")
-    if f"k = {isolated_k}" in by_label and f"k = {isolated_k}, isolated" in by_label:
-        on, off = by_label[f"k = {isolated_k}"], by_label[f"k = {isolated_k}, isolated"]
+    pairs = [(f"k = {isolated_k}", f"k = {isolated_k}, isolated")]
+    pairs += [(f"k = {isolated_k} (CPU pair {n + 2})", f"k = {isolated_k}, isolated (CPU pair {n + 2})")
+              for n in range(args.cpu_pairs)]
+    ratios = [by_label[on]["cpu_per_message_us"] / by_label[off]["cpu_per_message_us"]
+              for on, off in pairs if on in by_label and off in by_label]
+    if ratios:
         body += ["", f"* Gateway CPU per data message, fleet on / off at k = {isolated_k}: "
-                     f"{on['cpu_per_message_us'] / off['cpu_per_message_us']:.2f} (one run each, one after the "
-                     f"other, on a shared machine: a ratio, not a speed; the data messages are the same, the "
-                     f"label answers differ with what the learners asked)"]
+                     f"{', '.join(f'{r:.2f}' for r in ratios)} ({len(ratios)} pair(s) of runs, the first on then "
+                     f"off, the others off then on, on a shared machine: ratios, not speeds; the data messages "
+                     f"are the same, the label answers differ with what the learners asked)"]
     body += ["", f"Made by `{' '.join(shlex.quote(a) for a in [sys.executable.rsplit('/', 1)[-1], *sys.argv])}` "
                  f"in {seconds:.0f} s on {platform.machine()}, Python {platform.python_version()}, load average "
                  f"{os.getloadavg()[0]:.1f} at the end.", "",
@@ -554,7 +578,9 @@ def page(args, runs: list, isolated_k: int, seconds: float) -> str:
              f"new stream's readings; 'never': not within the run. It cannot be read before the "
              f"{REACH_WINDOW}th reading, so it is never below the labels asked by then (about {REACH_WINDOW} x "
              f"the rate). Bytes per hour at interval_seconds = 60: a gateway publishes at most one contribution a "
-             f"minute, so at most 60 of this run's mean message a hour (fewer when its streams did not change)."]
+             f"minute and its total with every 10th, so at most 60 of this run's mean contribution and 6 of its mean "
+             f"total an hour (fewer when its streams did not change). Fleet bytes per hour in this run: at "
+             f"interval_seconds = {args.interval:g}, so far more often than the default 60."]
     return "\n".join(body) + "\n"
 
 
