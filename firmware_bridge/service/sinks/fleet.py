@@ -48,7 +48,7 @@ SECTION = Section("""
     A fleet that learns together (docs/fleet.md): the gateways of one group share
     what their streams' learners learned over the broker, and a new stream starts
     from the group's model. Off by default. Needs a learner that can merge
-    (active_arow, paacds: binary; pa).""", {
+    (active_arow, paacds, pa).""", {
     "enabled": Setting(Boolean(), "true: share learned models with the other gateways of the group", False),
     "group": Setting(ID_TEXT, "gateways of one group share", "default"),
     "streams": Setting(Text(1, 256), "which streams take part (a glob on the stream name)", "*"),
@@ -98,7 +98,7 @@ class FleetSink(Sink):
         pipeline = host.pipeline
         self.kind = learner_class(pipeline.learner_kind)
         if not pipeline.learner_can("merge"):
-            raise ValueError(f"[fleet] enabled needs a learner that can merge (active_arow, paacds: binary; pa). "
+            raise ValueError(f"[fleet] enabled needs a learner that can merge (active_arow, paacds, pa). "
                              f"Got {self.kind.__name__}.")
         self.group_name = settings["group"]
         self.pattern = settings["streams"]
@@ -274,6 +274,15 @@ class FleetSink(Sink):
             if self._matches(stream) and learner.can("merge") and learner.targets.learned_any:
                 self._revisions[stream] = revision
                 contributions.append(learner.contribution())
+        # One structure per group (the learners' parameters are the gateway's): one of
+        # another (a stream restored from a checkpoint made with other parameters) stays out.
+        structure = self._structure or (contributions[0]["structure"] if contributions else None)
+        kept = [c for c in contributions if c["structure"] == structure]
+        if len(kept) < len(contributions) and "structure" not in self._logged:
+            self._logged.add("structure")
+            logger.warning("fleet: %d stream(s) left out of the contribution: their learners' structure is not "
+                           "the group's %r", len(contributions) - len(kept), structure)
+        contributions = kept
         if not contributions:
             return False
         own = self.kind.merge(contributions)
