@@ -214,3 +214,28 @@ def test_multiclass_streams_share_over_the_broker(tmp_path):
             fleet.stop(name)
     finally:
         fleet.close()
+
+
+def test_a_group_model_saved_before_the_totals_still_starts_new_streams(tmp_path):
+    from edgelearn import ActiveAROW
+    from edgelearn.state import save_checkpoint
+
+    learner = ActiveAROW(capacity=64)
+    for x, y in concept(1500, 1):
+        learner.learn_one(x, y)
+    state = tmp_path / "b" / "state"
+    state.mkdir(parents=True)
+    save_checkpoint(state / "fleet-greenhouses.ckpt",  # the format before the totals
+                    {"fleet_group": ActiveAROW.merge([learner.contribution()]), "seq": 5, "last_seq": {}})
+    fleet = Fleet(tmp_path)
+    try:
+        fleet.start("b")
+        fresh = concept(150, 2)
+        fleet.send("b", "room-b", fresh, labelled=False)
+        wait_until(lambda: fleet.counter("b", "fleet_streams_started") == 1, 10, "room-b's start from the group")
+        assert fleet.right("room-b", fresh).mean() >= 0.8
+        fleet.stop("b")
+        saved, _ = load_checkpoint(state / "fleet-greenhouses.ckpt")
+        assert list(saved["totals"]) == ["/saved"]  # kept, under a name no topic can give
+    finally:
+        fleet.close()

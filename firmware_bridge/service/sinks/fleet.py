@@ -343,7 +343,8 @@ class FleetSink(Sink):
                                for k, v in state["totals"].items()}
             else:
                 # Saved before the totals were kept: the group model as it was, held as
-                # one gateway's total (no topic's, so never replaced or published).
-                self.totals = {"": {"seq": 0, "total": self._group, "exact": True}}
+                # one gateway's total under a name no topic level can have ("/"), so no
+                # message replaces it.
+                self.totals = {"/saved": {"seq": 0, "total": self._group, "exact": True}}
         except (CheckpointError, OSError, KeyError, TypeError) as error:
             logger.warning("fleet group model not restored: %s", error)
