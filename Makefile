@@ -10,7 +10,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-RESULTS := paacds pafe synthesis kelm ensemble label-budget drift nab faults regression
+RESULTS := paacds pafe synthesis kelm ensemble label-budget drift nab faults regression fleet
 BENCHES := replay kelm gateway memory log-replay startup
 
 # (bench-* and results-* are not .PHONY: make skips pattern rules for phony targets.)
@@ -80,6 +80,14 @@ results-label-budget: setup
 
 results-regression: setup
 	$(PY) tools/results_regression.py --tune --jobs 2
+
+# The fleet (issue 29): one process (seconds), then real gateway processes over
+# mosquitto and a NATS cluster (about 10 min on 2 busy cores).
+results-fleet: setup
+	sh tools/ensure_mosquitto.sh
+	sh tools/ensure_nats.sh
+	$(PY) tools/results_fleet.py
+	$(PY) tools/results_fleet_gateways.py
 
 results-%: setup
 	$(PY) tools/results_$*.py

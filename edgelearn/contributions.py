@@ -66,6 +66,8 @@ class Limits:
     max_count: float = 1e7
     #: Largest absolute value of any other number (a precision, a sum).
     max_value: float = 1e12
+    #: Numbers in one model-wide list (one per class for a multiclass model).
+    max_classes: int = 256
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,7 @@ def check(contribution, limits: Limits = Limits(), kind: str | None = None,
             _check_column(column, rows, len(names), limits)
     for key, value in contribution.items():
         if key not in ("kind", "version", "structure", "labels", "channels"):
-            if not isinstance(value, list) or len(value) > 16:
+            if not isinstance(value, list) or len(value) > limits.max_classes:
                 raise Rejected("sizes", f"A contribution's '{key}' must be a short list of numbers.")
             _check_numbers(key, value, limits.max_value)
 

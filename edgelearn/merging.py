@@ -173,22 +173,33 @@ class ChannelTable:
 
 
 def merge_contributions(owner: str, structure: dict, columns: dict[str, int], summed: tuple,
-                        contributions: list, weights, group: dict | None, flip: tuple = ()) -> dict:
+                        contributions: list, weights, group: dict | None, flip: tuple = (),
+                        by_class: tuple = ()) -> dict:
     """The group model ``group`` (or an empty one) plus each contribution times
     its weight: channels by name (``columns``), the top-level lists ``summed``
     added, a binary model's labels aligned (a contribution whose labels are the
     other way round adds its ``flip`` columns and top-level lists with their sign
-    changed)."""
+    changed). A multiclass model's (``structure["n_classes"]``) columns and lists in
+    ``by_class`` hold one block per class, in its labels' order: each
+    contribution's blocks are put in the group's label order first
+    (:func:`align_classes`)."""
     weights = check_weights(contributions, weights)
+    n_classes = structure.get("n_classes") if isinstance(structure, dict) else None
     if group is None:
-        group = empty_group(owner, structure, columns, summed)
+        group = empty_group(owner, structure, columns, summed,
+                            {key: n_classes for key in summed if key in by_class} if n_classes else None)
     check_kind(owner, group, structure)
     table = ChannelTable.from_part(group["channels"], columns)
     totals = {key: np.asarray(group[key], dtype=np.float64) for key in summed}
     labels = list(group["labels"])
     for contribution, weight in zip(contributions, weights):
         check_kind(owner, contribution, structure)
-        labels, reversed_labels = align_labels(owner, labels, list(contribution["labels"]))
+        if n_classes:
+            labels, order = align_classes(owner, labels, list(contribution["labels"]), n_classes)
+            contribution = in_class_order(contribution, order, n_classes, by_class)
+            reversed_labels = False
+        else:
+            labels, reversed_labels = align_labels(owner, labels, list(contribution["labels"]))
         sign_flip = flip if reversed_labels else ()
         table.add(ChannelTable.from_part(contribution["channels"], columns), weight, sign_flip)
         for key in summed:
@@ -220,6 +231,52 @@ def align_labels(owner: str, group: list, other: list) -> tuple[list, bool]:
                 candidate = other
             return [a if a is not None else b for a, b in zip(group, candidate)], turned
     raise ValueError(f"This {owner} contribution knows the labels {other!r}; the group's are {group!r}.")
+
+
+def align_classes(owner: str, group: list, other: list, n_classes: int) -> tuple[list, list[int]]:
+    """The group's labels after a multiclass contribution's, and for each of the
+    contribution's labels (its blocks' order) the group's block it goes to; a label
+    the group has not met takes the next free block.
+
+    >>> align_classes("ActiveAROW", ["a", "b"], ["c", "a"], 3)
+    (['a', 'b', 'c'], [2, 0])
+    """
+    labels = list(group)
+    order = []
+    for label in other:
+        if label not in labels:
+            if len(labels) >= n_classes:
+                raise ValueError(f"This {owner} contribution knows the labels {other!r}; with the group's "
+                                 f"{group!r} they are more than n_classes={n_classes}.")
+            labels.append(label)
+        order.append(labels.index(label))
+    return labels, order
+
+
+def in_class_order(contribution: dict, order: list[int], n_classes: int, by_class: tuple) -> dict:
+    """``contribution`` with its per-class blocks (the columns and lists in
+    ``by_class``) moved to the group's blocks ``order``; blocks of classes it has
+    not met (beyond its labels) are left out: it learned nothing of them."""
+    def moved(values, rows_first: bool):
+        a = np.asarray(values, dtype=np.float64)
+        a = a.reshape((len(a), n_classes, -1) if rows_first else (n_classes, -1))
+        out = np.zeros_like(a)
+        for mine, theirs in enumerate(order):
+            if rows_first:
+                out[:, theirs] = a[:, mine]
+            else:
+                out[theirs] = a[mine]
+        return out.reshape(len(a), -1).tolist() if rows_first else out.reshape(-1).tolist()
+
+    part = dict(contribution["channels"])
+    for column in by_class:
+        if column in part:
+            part[column] = moved(part[column], True) if part["names"] else part[column]
+    out = {**contribution, "channels": part}
+    for key in by_class:
+        if key in contribution and key not in part:
+            out[key] = moved(contribution[key], False)
+    return out
 
 
 def empty_group(owner: str, structure: dict, columns: dict[str, int], summed: tuple,

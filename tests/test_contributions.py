@@ -3,6 +3,7 @@
 import zlib
 
 import msgpack
+import numpy as np
 import pytest
 
 from edgelearn import PA, ActiveAROW
@@ -125,3 +126,40 @@ def test_check_alone_is_the_same_checks():
     check(contribution())
     with pytest.raises(Rejected):
         check({"channels": {}})
+
+
+def test_a_hostile_weight_claim_moves_the_group_by_at_most_its_bounded_weight():
+    """A gateway may state any weight: beyond MAX_WEIGHT it is refused and the group is
+    untouched; within it, the contribution counts exactly as that many copies of
+    itself, so each of the group's weights moves at most by the precision share the
+    stated weight gives it, never more."""
+    from edgelearn.merging import MAX_WEIGHT
+
+    honest = ActiveAROW.merge([contribution(n=60 + 10 * s) for s in range(3)])
+    liar = ActiveAROW()  # learned the opposite concept: its weights pull the other way
+    for i in range(60):
+        x = {name: float((i * (j + 3)) % 7) - 3.0 for j, name in enumerate(("a", "b", "c"))}
+        liar.learn_one(x, not x["a"] > 0)
+    claim = liar.contribution()
+    for weight in (1e6, MAX_WEIGHT * 1.01):
+        assert reason_of(pack(claim, "g", "x", 1, weight))[0] == "weight"
+    received = unpack(pack(claim, "g", "x", 1, MAX_WEIGHT))
+    moved = ActiveAROW.merge([received.contribution], [received.weight], group=honest)
+    copies = ActiveAROW.merge([claim] * int(MAX_WEIGHT), group=honest)
+    np.testing.assert_allclose(moved["channels"]["precision"], copies["channels"]["precision"], rtol=1e-9)
+    np.testing.assert_allclose(moved["channels"]["precision_mean"], copies["channels"]["precision_mean"],
+                               rtol=1e-9, atol=1e-12)
+    mean = {}
+    for name, group in (("honest", honest), ("moved", moved)):
+        part = group["channels"]
+        mean[name] = np.asarray(part["precision_mean"]) / (1.0 + np.asarray(part["precision"]))
+    part, own = honest["channels"], claim["channels"]
+    order = [own["names"].index(n) for n in part["names"]]
+    p_group = 1.0 + np.asarray(part["precision"])
+    p_liar = MAX_WEIGHT * np.asarray(own["precision"])[order]
+    mean_liar = np.asarray(own["precision_mean"])[order] / np.where(p_liar > 0, p_liar / MAX_WEIGHT, 1.0)
+    share = p_liar / (p_group + p_liar)  # what the stated weight buys it, and no more
+    np.testing.assert_allclose(mean["moved"], (1 - share) * mean["honest"] + share * mean_liar, rtol=1e-9,
+                               atol=1e-12)
+    assert np.all(np.abs(mean["moved"] - mean["honest"]) <= share * np.abs(mean_liar - mean["honest"]) + 1e-12)
+    assert np.abs(mean["moved"] - mean["honest"]).max() > 0.01  # it did move: the test can see a move

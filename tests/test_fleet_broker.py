@@ -200,7 +200,7 @@ def test_the_fleet_with_a_learner_that_cannot_merge_is_refused_at_the_start(tmp_
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == ("edgelearn gateway: error: [fleet] enabled needs a learner that can merge "
-                                     "(active_arow, paacds: binary; pa). Got SynthesisNB.")
+                                     "(active_arow, paacds, pa). Got SynthesisNB.")
 
 
 def test_the_example_acl_lets_each_gateway_write_only_its_own_fleet_topic(tmp_path):
@@ -227,14 +227,26 @@ def test_the_example_acl_lets_each_gateway_write_only_its_own_fleet_topic(tmp_pa
             clients.append(client)
         gw1, gw2 = clients
         gw2.on_message = lambda client, userdata, message: heard.append(message.topic)
-        gw2.subscribe("edgelearn/fleet/default/+", 1)
+        gw2.subscribe([("edgelearn/fleet/default/+", 1), ("edgelearn/fleet/default/+/total", 1)])
         wait_until(lambda: gw1.is_connected() and gw2.is_connected(), 10, "both gateways connected")
         time.sleep(0.5)  # the subscription is in place
-        gw1.publish("edgelearn/fleet/default/gw2", b"speaking for gw2", 1).wait_for_publish(10)
-        gw1.publish("edgelearn/fleet/default/gw1", b"its own", 1).wait_for_publish(10)
-        wait_until(lambda: "edgelearn/fleet/default/gw1" in heard, 10, "gw1's own contribution")
-        time.sleep(0.5)
-        assert heard == ["edgelearn/fleet/default/gw1"]
+        own = ["edgelearn/fleet/default/gw1", "edgelearn/fleet/default/gw1/total"]
+        for topic in own:
+            gw1.publish(topic, b"its own", 1, retain=topic.endswith("total")).wait_for_publish(10)
+        wait_until(lambda: heard == own, 10, "gw1's own contribution and total")
+        # Speaking for gw2: refused. Each on a connection of its own, at QoS 0: on one
+        # connection, QoS 1 publishes refused one after another were seen to lose it.
+        for topic in ("edgelearn/fleet/default/gw2", "edgelearn/fleet/default/gw2/total"):
+            liar = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="edgelearn-gw1")
+            liar.username_pw_set("edgelearn-gw1", "secret")
+            liar.connect("127.0.0.1", broker.port)
+            liar.loop_start()
+            wait_until(liar.is_connected, 10, "gw1 connected")
+            liar.publish(topic, b"speaking for gw2", 0)
+            time.sleep(0.5)
+            liar.loop_stop()
+            liar.disconnect()
+        assert heard == own
     finally:
         for client in clients:
             client.loop_stop()

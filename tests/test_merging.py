@@ -205,11 +205,60 @@ def test_arow_reversed_labels_are_turned_round():
         ActiveAROW.merge([c.contribution()], group=group)
 
 
-def test_arow_multiclass_cannot_merge():
-    assert ActiveAROW().can("merge")
-    assert not ActiveAROW(n_classes=3).can("merge")
+def multiclass_readings(n, seed, order=NAMES, drop=0.2):
+    """Three classes of one concept, by the sum that decides readings()'s binary label."""
+    out = []
+    for x, _ in readings(n, seed, order, drop=0.0):
+        score = x["a"] + x["b"] / 3.0 - x["c"]
+        label = "low" if score < -0.5 else ("mid" if score < 1.0 else "high")
+        rng = np.random.default_rng(abs(hash((seed, len(out)))) % 2**32)
+        out.append(({k: v for k, v in x.items() if rng.random() > drop}, label))
+    return out
+
+
+def test_arow_multiclass_merge_is_the_precision_weighted_combination_by_class_name():
     check_declares_capabilities(ActiveAROW())
+    check_declares_capabilities(ActiveAROW(n_classes=3))
     check_declares_capabilities(PA())
+    first = multiclass_readings(400, 1)
+    # the second learner meets the classes (and channels) in another order: its rows differ
+    second = sorted(multiclass_readings(400, 2, order=("d", "c", "b", "a")), key=lambda r: r[1] != "low")[:40] \
+        + multiclass_readings(400, 2, order=("d", "c", "b", "a"))[40:]
+    a, b = trained(ActiveAROW, first, n_classes=3), trained(ActiveAROW, second, n_classes=3)
+    assert a.can("merge") and a.targets.to_state() != b.targets.to_state()
+    group = ActiveAROW.merge([a.contribution(), b.contribution()])
+    assert group["structure"]["n_classes"] == 3 and sorted(group["labels"]) == ["high", "low", "mid"]
+    part, width = group["channels"], 1 + a.n_bins
+    for label in group["labels"]:
+        g, ra, rb = (group["labels"].index(label), a.targets.to_state().index(label),
+                     b.targets.to_state().index(label))
+        for name in NAMES:
+            fa, fb = arow_features(a, name), arow_features(b, name)
+            block = slice(g * width, (g + 1) * width)
+            np.testing.assert_allclose(by_name(part, "precision", name)[block],
+                                       (1.0 / a.S[ra, fa] - 1.0) + (1.0 / b.S[rb, fb] - 1.0), rtol=1e-12)
+            np.testing.assert_allclose(by_name(part, "precision_mean", name)[block],
+                                       a.W[ra, fa] / a.S[ra, fa] + b.W[rb, fb] / b.S[rb, fb], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(group["intercept_precision_mean"][g], a.b[ra] / a.Sb[ra] + b.b[rb] / b.Sb[rb],
+                                   rtol=1e-12)
+    new = ActiveAROW.from_group(group, n_classes=3)
+    assert new.targets.to_state() == group["labels"]
+    for g in range(3):
+        for name in NAMES:
+            f = arow_features(new, name)
+            p = 1.0 + by_name(part, "precision", name)[g * width:(g + 1) * width]
+            np.testing.assert_allclose(new.W[g, f], by_name(part, "precision_mean", name)[g * width:(g + 1) * width] / p,
+                                       rtol=1e-12)
+            np.testing.assert_allclose(new.S[g, f], np.maximum(1.0 / p, new.variance_floor), rtol=1e-12)
+    test = multiclass_readings(400, 9)
+    score = {m: np.mean([m.predict_one(x) == y for x, y in test]) for m in (new, ActiveAROW(n_classes=3))}
+    assert score[new] > 0.7 and score[new] > list(score.values())[1] + 0.2
+    # a fourth class beyond n_classes = 3 is refused; another n_classes is another structure
+    d = trained(ActiveAROW, [(x, "off") for x, _ in multiclass_readings(20, 3)], n_classes=3)
+    with pytest.raises(ValueError, match="more than n_classes=3"):
+        ActiveAROW.merge([d.contribution()], group=group)
+    with pytest.raises(ValueError, match="structure"):
+        ActiveAROW.merge([trained(ActiveAROW, first[:50], n_classes=4).contribution()], group=group)
 
 
 # -- PA ----------------------------------------------------------------------------
@@ -345,7 +394,33 @@ def test_paacds_merge_averages_weights_and_combines_information_statistics():
         np.testing.assert_allclose([new.channels.mean[s], new.channels.var[s]], [both.mean(), both.var()],
                                    rtol=1e-10)
     np.testing.assert_allclose(new.b[0], (400 * a.b[0] + 300 * b.b[0]) / 700, rtol=1e-12)
-    assert not PAACDS(n_classes=3).can("merge") and PAACDS().can("merge")
+    assert PAACDS(n_classes=3).can("merge") and PAACDS().can("merge")
+
+
+def test_paacds_multiclass_merge_averages_each_class_row_by_class_name():
+    from edgelearn import PAACDS
+
+    check_declares_capabilities(PAACDS(n_classes=3))
+    first = multiclass_readings(400, 31)
+    second = sorted(multiclass_readings(300, 32, order=("b", "d", "a", "c")), key=lambda r: r[1] != "low")[:30] \
+        + multiclass_readings(300, 32, order=("b", "d", "a", "c"))[30:]
+    a, b = trained(PAACDS, first, n_classes=3), trained(PAACDS, second, n_classes=3)
+    assert a.targets.to_state() != b.targets.to_state()
+    group = PAACDS.merge([a.contribution(), b.contribution()])
+    new = PAACDS.from_group(group, n_classes=3)
+    assert new.targets.to_state() == group["labels"]
+    for label in group["labels"]:
+        g, ra, rb = (group["labels"].index(label), a.targets.to_state().index(label),
+                     b.targets.to_state().index(label))
+        for name in NAMES:
+            sa, sb, s = a.channels.slot_of(name), b.channels.slot_of(name), new.channels.slot_of(name)
+            na, nb = a.channels.count[sa], b.channels.count[sb]
+            np.testing.assert_allclose(new.W[g, s], (na * a.W[ra, sa] + nb * b.W[rb, sb]) / (na + nb),
+                                       rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(new.b[g], (400 * a.b[ra] + 300 * b.b[rb]) / 700, rtol=1e-12, atol=1e-15)
+    test = multiclass_readings(300, 39)
+    score = {m: np.mean([m.predict_one(x) == y for x, y in test]) for m in (new, PAACDS(n_classes=3))}
+    assert score[new] > list(score.values())[1] + 0.2
 
 
 def test_paacds_group_start_beats_a_lone_start_and_counts_nothing_twice():

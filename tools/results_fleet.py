@@ -12,8 +12,8 @@ and a stream already trained for ``--trained`` readings (gateway 0's, continuing
 streams then differ a little, and the group model is a compromise.
 
 This is the library's merge, with the contributions' bytes, not gateway processes over
-mosquitto (tests/test_fleet_broker.py runs two of those): the issue's real-process rows
-(k processes, the NATS cluster) are not measured here.
+mosquitto: tools/results_fleet_gateways.py (docs/results-fleet-gateways.md) measures
+the fleet with k gateway processes, one mosquitto and a NATS cluster.
 
     .venv/bin/python tools/results_fleet.py                  # writes docs/results-fleet.md
     .venv/bin/python tools/results_fleet.py --quick --out -  # smoke run, to stdout
@@ -169,7 +169,7 @@ def main(argv=None) -> int:
                 f"it is never below the labels asked by then (about {REACH_WINDOW} x the rate).",
             "", "Not measured here: gateway processes over mosquitto or the NATS cluster, "
                 "the fleet's total labels for one accuracy against isolated gateways', the gateway's CPU "
-                "per message."]
+                "per message: docs/results-fleet-gateways.md (tools/results_fleet_gateways.py) has them."]
     text = "\n".join(body) + "\n"
     if args.out == "-":
         print(text)

@@ -89,7 +89,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
       Crammer, "Re-adapting the regularization of weights for
       non-stationary regression", ALT 2011): a well-known channel then still
       moves a bounded step when the concept drifts.
-    * **Merging** (binary): learners of one group share what they learned
+    * **Merging**: learners of one group share what they learned
       (:mod:`edgelearn.learners.mergeable`).  Each weight's belief is a
       Gaussian; a contribution is the change in each weight's precision
       ``1 / S`` and precision x mean ``W / S`` since the last one, and the group
@@ -99,7 +99,9 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
       weight's mean is ``sum H / sum P``, the learners that are surer of a weight
       count more in it.  A learner starting from the group takes its means and
       variances ``max(1 / P, variance_floor)``; bin frequencies are merged
-      weighted by the channels' counts.
+      weighted by the channels' counts.  A multiclass model shares one belief
+      row per class, put in the group's order by the class's label (a label
+      the group has not met takes the next free row, at most ``n_classes``).
     * **Multiclass** is one-vs-rest: one belief per class, the predicted
       class has the largest margin; the margin of a decision is the gap to the
       runner-up, measured against the sum of the two rows' variances.
@@ -195,6 +197,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     zero_margin_positive = False  # _score: margin > 0 (one_call.py)
     _shared_summed = ("intercept_precision", "intercept_precision_mean")
     _shared_flip = ("precision_mean", "intercept_precision_mean")
+    _shared_by_class = ("precision", "precision_mean", "intercept_precision", "intercept_precision_mean")
     _parameter_constraints = {
         "r": Interval(float, 0, None, closed="right"),
         "query_power": Interval(float, 0, None, closed="right"),
@@ -281,9 +284,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         return margin, asked, learned
 
     def can(self, capability: str) -> bool:
-        # The jitted log loop and batch pass are binary (kernels/log_replay.py), and so
-        # is the merge (one belief row).
-        if capability in ("log_loop", "batch_pass", "merge") and not self.binary:
+        # The jitted log loop and batch pass are binary (kernels/log_replay.py).
+        if capability in ("log_loop", "batch_pass") and not self.binary:
             return False
         return super().can(capability)
 
@@ -399,49 +401,52 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     # -- merging (edgelearn.learners.mergeable) ---------------------------------
 
     def _shared_structure(self) -> dict:
-        if not self.binary:
-            raise ValueError(f"ActiveAROW merges binary models only; this one has n_classes={self.n_classes}.")
-        return {"n_bins": self.n_bins, "learn_intercept": self.learn_intercept}
+        structure = {"n_bins": self.n_bins, "learn_intercept": self.learn_intercept}
+        if not self.binary:  # one belief row per class
+            structure["n_classes"] = self.n_classes
+        return structure
 
     @classmethod
     def _shared_columns(cls, structure: dict) -> dict:
-        width = 1 + structure["n_bins"]
+        width = structure.get("n_classes", 1) * (1 + structure["n_bins"])
         return {"precision": width, "precision_mean": width, "bin_counts": structure["n_bins"]}
 
     def _shared_by_slot(self) -> dict:
-        # Per channel its linear weight, then its bin weights (K.expand's layout).
+        # Per channel, per belief row: its linear weight, then its bin weights
+        # (K.expand's layout), the rows one after another.
         capacity, n_bins = self.capacity, self.n_bins
-        precision = 1.0 / self.S[0] - 1.0 / _PRIOR_VAR
-        precision_mean = self.W[0] / self.S[0]
+        precision = 1.0 / self.S - 1.0 / _PRIOR_VAR
+        precision_mean = self.W / self.S
 
         def by_channel(feature_values):
-            return np.concatenate([feature_values[:capacity, None],
-                                   feature_values[capacity:].reshape(capacity, n_bins)], axis=1)
+            return np.concatenate([np.concatenate([row[:capacity, None], row[capacity:].reshape(capacity, n_bins)],
+                                                  axis=1) for row in feature_values], axis=1)
 
         return {"precision": by_channel(precision), "precision_mean": by_channel(precision_mean),
                 "bin_counts": self.channels.count[:, None] * self.bin_freq}
 
     def _shared_model_wide(self) -> dict:
         if not self.learn_intercept:
-            return {"intercept_precision": np.zeros(1), "intercept_precision_mean": np.zeros(1)}
-        return {"intercept_precision": 1.0 / self.Sb[:1] - 1.0 / _PRIOR_VAR,
-                "intercept_precision_mean": self.b[:1] / self.Sb[:1]}
+            return {"intercept_precision": np.zeros(len(self.b)), "intercept_precision_mean": np.zeros(len(self.b))}
+        return {"intercept_precision": 1.0 / self.Sb - 1.0 / _PRIOR_VAR,
+                "intercept_precision_mean": self.b / self.Sb}
 
     def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
         capacity, n_bins, floor = self.capacity, self.n_bins, self._floor
+        rows = self.W.shape[0]
         for i, s in placed:
-            precision = 1.0 / _PRIOR_VAR + np.asarray(part["precision"][i], dtype=np.float64)
-            mean = np.asarray(part["precision_mean"][i], dtype=np.float64) / precision
+            precision = 1.0 / _PRIOR_VAR + np.asarray(part["precision"][i], dtype=np.float64).reshape(rows, -1)
+            mean = np.asarray(part["precision_mean"][i], dtype=np.float64).reshape(rows, -1) / precision
             features = np.r_[s, capacity + s * n_bins + np.arange(n_bins)]
-            self.W[0, features] = mean
-            self.S[0, features] = np.maximum(1.0 / precision, floor)
+            self.W[:, features] = mean
+            self.S[:, features] = np.maximum(1.0 / precision, floor)
             n = float(part["n"][i])
             if n > 0 and n_bins:
                 self.bin_freq[s] = np.asarray(part["bin_counts"][i], dtype=np.float64) / n
         if self.learn_intercept:
-            precision = 1.0 / _PRIOR_VAR + float(totals["intercept_precision"][0])
-            self.b[0] = float(totals["intercept_precision_mean"][0]) / precision
-            self.Sb[0] = max(1.0 / precision, floor)
+            precision = 1.0 / _PRIOR_VAR + np.asarray(totals["intercept_precision"], dtype=np.float64)
+            self.b[:] = np.asarray(totals["intercept_precision_mean"], dtype=np.float64) / precision
+            self.Sb[:] = np.maximum(1.0 / precision, floor)
 
     # -- state ----------------------------------------------------------------
 

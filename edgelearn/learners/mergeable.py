@@ -44,6 +44,9 @@ class Mergeable:
 
     _shared_summed: tuple = ()
     _shared_flip: tuple = ()
+    #: The columns and totals with one block per class (a multiclass model's, whose
+    #: structure has "n_classes"), in its labels' order.
+    _shared_by_class: tuple = ()
     #: Set by the first contribution or start from a group model: the shared
     #: totals then (see the module docstring).
     _last_contribution = None
@@ -105,7 +108,7 @@ class Mergeable:
         check_kind(cls.__name__, first, structure)
         columns = {**_STATISTICS, **cls._shared_columns(structure)}
         return merge_contributions(cls.__name__, structure, columns, cls._shared_summed, list(contributions),
-                                   weights, group, cls._shared_flip)
+                                   weights, group, cls._shared_flip, cls._shared_by_class)
 
     @classmethod
     def from_group(cls, group: dict, **params):

@@ -82,7 +82,8 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
         majority loses every instance whose shared channels say nothing.
         ``learn_intercept=False`` is the paper's model, which has none.
 
-    Merging (binary; :mod:`edgelearn.learners.mergeable`) averages, as PA's does:
+    Merging (:mod:`edgelearn.learners.mergeable`; a multiclass model's rows are
+    matched by their classes' labels) averages, as PA's does:
     each channel's weight weighted by the readings each learner saw of it, the
     intercept by all its readings; a channel is in the group's model if its
     averaged weight is not 0. Each channel's information statistics (``h``'s
@@ -145,6 +146,7 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
     capabilities = frozenset({"decide_learn", "array_loop", "log_loop", "batch_pass", "label_rate", "merge"})
     _shared_summed = ("intercept_weighted", "intercept_count")
     _shared_flip = ("weighted_weight", "intercept_weighted")
+    _shared_by_class = ("weighted_weight", "intercept_weighted")
     asks_selectively = True
     zero_margin_positive = False  # every path: margin > 0 (one_call.py)
     _parameter_constraints = {
@@ -244,7 +246,7 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
 
     def can(self, capability: str) -> bool:
         # The jitted log loop and batch pass are binary (kernels/log_replay.py).
-        if capability in ("log_loop", "batch_pass", "merge") and not self.binary:
+        if capability in ("log_loop", "batch_pass") and not self.binary:
             return False
         return super().can(capability)
 
@@ -437,30 +439,32 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
     # -- merging (edgelearn.learners.mergeable) ---------------------------------
 
     def _shared_structure(self) -> dict:
-        if not self.binary:
-            raise ValueError(f"PAACDS merges binary models only; this one has n_classes={self.n_classes}.")
-        return {"learn_intercept": self.learn_intercept}
+        structure = {"learn_intercept": self.learn_intercept}
+        if not self.binary:  # one weight row per class
+            structure["n_classes"] = self.n_classes
+        return structure
 
     @classmethod
     def _shared_columns(cls, structure: dict) -> dict:
         # h's statistics as sums: count, count x mean, count x (variance + mean^2)
-        return {"weighted_weight": 1, "h_count": 1, "h_sum": 1, "h_sum_squares": 1}
+        return {"weighted_weight": structure.get("n_classes", 1), "h_count": 1, "h_sum": 1, "h_sum_squares": 1}
 
     def _shared_by_slot(self) -> dict:
         n = self.h_n.astype(np.float64)
-        return {"weighted_weight": (self.channels.count * self.W[0])[:, None],
+        return {"weighted_weight": self.channels.count[:, None] * self.W.T,
                 "h_count": n[:, None], "h_sum": (n * self.h_mean)[:, None],
                 "h_sum_squares": (n * (self.h_var + self.h_mean ** 2))[:, None]}
 
     def _shared_model_wide(self) -> dict:
         t = float(self.channels.t)
-        return {"intercept_weighted": t * self.b[:1], "intercept_count": np.array([t])}
+        return {"intercept_weighted": t * self.b, "intercept_count": np.array([t])}
 
     def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
         for i, s in placed:
             n = float(part["n"][i])
-            self.W[0, s] = float(part["weighted_weight"][i]) / n if n > 0 else 0.0
-            self.active[s] = self.W[0, s] != 0.0
+            weighted = np.asarray(part["weighted_weight"][i], dtype=np.float64).reshape(-1)
+            self.W[:, s] = weighted / n if n > 0 else 0.0
+            self.active[s] = bool(np.any(self.W[:, s] != 0.0))
             h_count = float(part["h_count"][i])
             if h_count > 0:
                 mean = float(part["h_sum"][i]) / h_count
@@ -469,7 +473,7 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
                 self.h_mean[s], self.h_var[s] = mean, var
                 self.h[s] = (_K0 + self.h_n[s] * var) / (_K0 + self.h_n[s])
         count = float(totals["intercept_count"][0])
-        self.b[0] = float(totals["intercept_weighted"][0]) / count if count > 0 else 0.0
+        self.b[:] = np.asarray(totals["intercept_weighted"], dtype=np.float64) / count if count > 0 else 0.0
         # The intercept's count (the readings observed) goes on where the group's
         # left off; the group's channels count as seen now.
         self.channels.t = int(round(count))
