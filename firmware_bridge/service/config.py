@@ -117,6 +117,17 @@ _SERVICE: dict[str, Section] = {
             stream's name must match as a whole, e.g. "office-[0-9]+"; "" serves any
             name. Data for another stream is counted ("stream_not_allowed") and dropped
             before it can take a slot, and its checkpoint is not restored."""),
+        "idle_stream_seconds": Setting(Interval(float, 0, 30 * 86_400), """
+            Seconds a stream may go without a reading or a label before it gives up its
+            slot (0 to 2592000; 0: never). Needs a checkpoint directory: the stream is
+            checkpointed and taken out; its data (or an answer to its label request)
+            brings it back from the checkpoint, nothing learned lost. Counted
+            "streams_evicted" and "streams_returned".""", 3600.0),
+        "reserved_stream_slots": Setting(Interval(int, 0, 100_000), """
+            Slots a start leaves free for new streams (0 to 100000): it restores at most
+            max_streams minus this many checkpoints (the label journal's streams
+            first, then the most recently written); the others come back when their
+            data comes.""", 4),
         "inbound_queue_length": Setting(Interval(int, 1, 1_000_000), """
             Inbound messages received and waiting for the worker (1 to 1000000). When the
             queue is full the gateway stops reading from the broker, so TCP pushes back
@@ -295,6 +306,11 @@ _SERVICE_AFTER_SINKS: dict[str, Section] = {
             written to the file at once (a killed process loses none); the fsync, which
             costs an SD card a whole block write, is what a power cut waits for:
             labels of the last few seconds may be lost to one.""", 5.0),
+        "max_bytes": Setting(Interval(int, 0, 1 << 40), """
+            Most bytes of checkpoint files in the directory (0: no limit). Beyond it the
+            checkpoints of streams not served now (idle, or not restored) are deleted,
+            the least recently written first, counted "checkpoints_deleted"; those of
+            the streams served are never deleted.""", 64 << 20),
     }),
     "learner": Section("""
         The learner every new stream gets: a kind of this package, a plug-in's (the

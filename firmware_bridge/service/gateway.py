@@ -41,6 +41,7 @@ import paho.mqtt
 
 import edgelearn
 
+from .admission import StreamAdmission
 from .checkpoints import CheckpointStore
 from .clocks import CLOCK_STEP_S, WallClockWatch
 from .refusals import DEGRADED_HOLD_S, PublishRefusals
@@ -137,20 +138,18 @@ class Gateway:
         self.checkpoints: CheckpointStore | None = None
         self.journal: LabelJournal | None = None
         self.checkpoint_failures: dict[str, Exception] = {}
+        self.admission: StreamAdmission | None = None
         if config.checkpoint_dir:
             self.checkpoints = CheckpointStore(config.checkpoint_dir)
-            self.checkpoints.restore(self.pipeline)
-            if not self.checkpoints.clean_start:
-                # A crash: readings after these checkpoints were processed and
-                # acknowledged, so a gap counted from their last seq would be false.
-                for stream in self.checkpoints.report["restored"]:
-                    self.pipeline.forget_last_seq(stream)
+            # Restores the checkpoints (slots left free), reclaims idle streams' slots.
+            self.admission = StreamAdmission(config, self.pipeline, self.checkpoints,
+                                             self.registry, self._save_stream, clock)
             self.registry.register(
                 "checkpoints", lambda: {"checkpoint_bytes": self.checkpoints.bytes_written},
                 docs={"checkpoint_bytes": "bytes of checkpoints written"})
             # Before the journal's first checkpoint round, which writes labels.pending.
             self.checkpoints.report["pending_labels"] = restore_pending(
-                config.checkpoint_dir, self.pipeline, logger)
+                config.checkpoint_dir, self.pipeline, logger, self.checkpoints.has)
         if config.journal_enabled:
             self._open_journal()
         self.recorder = config.make_recorder()
@@ -260,13 +259,18 @@ class Gateway:
             # The slots refer to channels the last checkpoint does not map (a new
             # stream or channel): checkpoint the stream first, or a replay could not
             # tell which channel a slot meant.
-            exc = self.checkpoints.save(self.pipeline, stream)
-            if exc is None:
-                self._checkpoints_written.inc()
-            else:
-                self._checkpoint_errors.inc()
-                self._log.warning("checkpoint_error", "stream %r: %s", stream, exc)
+            self._save_stream(stream)
         return layout
+
+    def _save_stream(self, stream: str) -> bool:
+        """Write ``stream``'s checkpoint now (counted); whether it was written."""
+        exc = self.checkpoints.save(self.pipeline, stream)
+        if exc is not None:
+            self._checkpoint_errors.inc()
+            self._log.warning("checkpoint_error", "stream %r: %s", stream, exc)
+        else:
+            self._checkpoints_written.inc()
+        return exc is None
 
     def checkpoint(self, final: bool = False) -> int:
         """Write the checkpoint of every stream that changed since its last one (and,
@@ -536,6 +540,8 @@ class Gateway:
                 self.publish_status("online")
         for sink in self._tick_sinks:
             sink.tick(now)
+        if self.admission is not None:
+            self.admission.tick(now)
         journal = self.journal
         if now >= self._next_checkpoint or (journal is not None and journal.wants_checkpoint):
             self._next_checkpoint = now + self.config.checkpoint_interval_s
