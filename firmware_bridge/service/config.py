@@ -186,6 +186,16 @@ _SERVICE: dict[str, Section] = {
             Closed request ids remembered to tell duplicate or late answers from forged
             ones (omit for the default: the same as capacity).""",
             optional=True, example=1024),
+        "own_session": Setting(Boolean(), """
+            true: label answers come on their own MQTT session (client id
+            <client_id>-answers), so a flood of answers fills that session's queue on
+            the broker, never the data's, and the worker takes answers after the data
+            waiting. false: one session for data and answers, as before (no rate limit then).""", True),
+        "max_answers_per_second": Setting(Interval(float, 0, 1_000_000), """
+            Most label answers a second per stream (bursts of one second's worth; 0: no
+            limit); beyond it an answer is dropped before it is decoded, counted
+            "label_rate_limited" (only on the answers' own session).""",
+                                          100.0),
     }),
     "recorder": Section("""
         Raw message log (see firmware_bridge/wire/logfile.py for the format), for

@@ -32,16 +32,12 @@ import collections
 import logging
 import math
 import os
-import platform
 import threading
 import time
 from typing import Any
 
-import paho.mqtt
-
-import edgelearn
-
 from .admission import StreamAdmission
+from .answers import ANSWER_QUEUE_LENGTH, ANSWERS_PER_TURN, AnswerRateLimit
 from .checkpoints import CheckpointStore
 from .clocks import CLOCK_STEP_S, WallClockWatch
 from .refusals import DEGRADED_HOLD_S, PublishRefusals
@@ -54,6 +50,7 @@ from ..pipeline import RateLimitedLog
 from ..wire import encode_status
 from .sinks import EVENTS, make_sinks
 from .sinks.routing import fan_out, sink_routes
+from .status_message import status_message
 from .systemd import SystemdNotifier
 
 __all__ = ["TICK_SECONDS", "Gateway", "NORMAL_PIPELINE_COUNTERS"]
@@ -81,7 +78,7 @@ NORMAL_PIPELINE_COUNTERS = frozenset({
 })
 """The pipeline's counters that count work, not problems (every other one, a reject
 reason or an expired label, is a problem ``edgelearn status`` shows when not zero)."""
-_PROBLEM_BRIDGE_COUNTERS = ("disconnects", "out_disconnects", "connect_failures",
+_PROBLEM_BRIDGE_COUNTERS = ("disconnects", "out_disconnects", "answer_disconnects", "connect_failures",
                             "subscribe_failures", "redelivery_expected", "publish_dropped")
 
 
@@ -168,7 +165,14 @@ class Gateway:
         # The per-message path calls the one outbound sink directly (the MQTT outputs).
         self._on_outbound = outbound[0] if len(outbound) == 1 else fan_out(outbound)
         self._last_checkpoint = self._started  # monotonic
-        subscriptions = config.topics.inbound_filters() + tuple(self._sink_topics)
+        # Label answers on their own session, rate-limited (firmware_bridge.service.answers).
+        self.answer_limit = AnswerRateLimit(config["labels.max_answers_per_second"] or math.inf,
+                                            clock, self._log)
+        self.registry.register("answers", self.answer_limit.counters,
+                               problems=("label_rate_limited",))
+        answer_filters = (config.topics.filter("label"),) if config["labels.own_session"] else ()
+        subscriptions = tuple(f for f in config.topics.inbound_filters()
+                              if f not in answer_filters) + tuple(self._sink_topics)
         self.bridge = MqttBridge(
             config.mqtt,
             subscriptions,
@@ -179,6 +183,9 @@ class Gateway:
             on_connection_change=self._mark_status_changed,
             clock=clock,
             on_publish_refused=self.refusals.refused,
+            answer_filters=answer_filters,
+            answer_capacity=ANSWER_QUEUE_LENGTH,
+            admit_answer=self.answer_limit.admit if config["labels.max_answers_per_second"] else None,
         )
         self.registry.register("bridge", self.bridge.counters,
                                problems=_PROBLEM_BRIDGE_COUNTERS, gauges=("outgoing_pending",))
@@ -313,33 +320,9 @@ class Gateway:
         return memory
 
     def status(self, state: str = "online") -> dict[str, Any]:
-        """The status message: state, versions, counters, streams, memory, checkpoints."""
-        pipeline_status = self.pipeline.status()
-        counters = self.registry.collect()
-        return {
-            "state": state,
-            "gateway": self.config.gateway_id,
-            "pid": os.getpid(),
-            "time": time.time(),
-            "started_at": self.started_at,
-            "uptime_s": self.uptime_s(),
-            "checkpoint_age_s": self.checkpoint_age_s(),
-            "connected": self.bridge.connected,
-            "health": "degraded" if self.refusals.degraded_by() else "ok",
-            "degraded_by": self.refusals.degraded_by(),
-            "version": {
-                "edgelearn": edgelearn.__version__,
-                "paho_mqtt": paho.mqtt.__version__,
-                "python": platform.python_version(),
-            },
-            "learner": pipeline_status["learner"],
-            "queue": {"length": len(self.bridge.inbound), "capacity": self.bridge.queue_capacity},
-            "counters": counters,
-            "counter_problems": sorted(self.registry.problems(counters)),
-            "streams": pipeline_status["streams"],
-            "memory": self.memory(),
-            "checkpoints": self.checkpoint_report,
-        }
+        """The status message: state, versions, counters, streams, memory, checkpoints
+        (:func:`~firmware_bridge.service.status_message.status_message`)."""
+        return status_message(self, state)
 
     def publish_status(self, state: str = "online") -> Any:
         """The status message, to every sink that takes it (the MQTT outputs' retained
@@ -513,6 +496,9 @@ class Gateway:
         bridge = self.bridge
         bridge.poll(timeout)
         self._process_queued()
+        answers = bridge.answers  # after the data queued, a few at a time
+        for _ in range(min(len(answers), ANSWERS_PER_TURN)):
+            self._process(answers.popleft())
         self._release_acks()
         bridge.flush()
 
@@ -561,7 +547,7 @@ class Gateway:
                 self._log.warning("recorder_error", "%s", exc)
 
     def _idle_timeout(self) -> float:
-        if self.bridge.inbound and self.bridge.outgoing_room() > 0:
+        if (self.bridge.inbound and self.bridge.outgoing_room() > 0) or self.bridge.answers:
             return 0.0
         return min(TICK_SECONDS, max(0.0, self._next_housekeeping - self._clock()))
 
@@ -592,9 +578,9 @@ class Gateway:
         logger.info("stopping: finishing %d queued message(s)", len(bridge.inbound))
         bridge.pause_intake()
         deadline = self._clock() + _STOP_DRAIN_S
-        while (bridge.inbound or self._unacked) and self._clock() < deadline:
+        while (bridge.inbound or bridge.answers or self._unacked) and self._clock() < deadline:
             self._turn(0.01)
-        left = len(bridge.inbound) + len(self._unacked)
+        left = len(bridge.inbound) + len(bridge.answers) + len(self._unacked)
         if left:
             logger.warning("%d message(s) left unacknowledged; the broker delivers them "
                            "again at the next start", left)
