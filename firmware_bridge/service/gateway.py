@@ -43,6 +43,7 @@ from .clocks import CLOCK_STEP_S, WallClockWatch
 from .refusals import DEGRADED_HOLD_S, PublishRefusals
 from .journal import JOURNAL_NAME, LabelJournal, replay
 from .pending_store import keep_pending, restore_pending
+from .request_log import open_request_log
 from .config import GatewayConfig
 from .counters import CounterRegistry
 from .mqtt import InboundMessage, MqttBridge
@@ -236,6 +237,12 @@ class Gateway:
         self.checkpoint()  # the replayed streams; truncates the journal when all are written
         self.pipeline.on_learn = self._journal_lesson
         self.pipeline.on_learn_batch = self._journal_lessons
+        # Pending label requests kept across a crash too (service/request_log.py).
+        self.requests = open_request_log(config.checkpoint_dir, self.pipeline.labels,
+                                         self.checkpoints, self.journal.fsync_interval_s,
+                                         self._journal_layout, logger)
+        self.registry.register("requests", self.requests.counters,
+                               problems=("request_log_errors",))
 
     def _journal_lesson(self, stream: str, n: int, slots: Any, z: Any, y: Any) -> None:
         """Pipeline.on_learn: the lesson goes to the journal before its message is
@@ -535,6 +542,7 @@ class Gateway:
         if journal is not None:
             try:
                 journal.sync(now)
+                self.requests.sync(now)
             except OSError as exc:
                 self._journal_errors.inc()
                 self._log.warning("journal_error", "fsync: %s", exc)
@@ -651,6 +659,7 @@ class Gateway:
                 logger.error("closing the recorder failed: %s", exc)
         if self.journal is not None:
             self.journal.close()
+            self.requests.close()
         for sink in self.sinks:
             sink.close()
         self.notifier.close()
