@@ -18,9 +18,12 @@ the table's capacity keeps the newest. The log is **compacted** (rewritten atomi
 with the requests still pending, nothing else) once it passes twice its size after the
 last compaction (and at least :data:`COMPACT_MIN_BYTES`), so each request is written
 about twice at most whatever the traffic, and the file stays bounded by the table's
-capacity. fsync is batched as the label journal's (``[checkpoints]
-journal_fsync_seconds``): a killed process loses no record; a power cut, the last few
-seconds'.
+capacity. Each record is one ``write`` (a killed process loses none); fsync is batched
+to at most one every :data:`REQUEST_FSYNC_S` seconds (or ``[checkpoints]
+journal_fsync_seconds`` if longer), so a power cut may lose the requests of the last
+half minute (their answers then count as ``label_unknown_request``). Each fsync costs a
+card a block write: at the journal's 5 s this log would double the card's writes
+(``tools/measure_writes.py``; docs/reliability.md).
 
 At a start after a crash (no clean-stop marker) the log is read up to its first
 damaged or torn record (reported, as the journal's), and every request issued and not
@@ -51,11 +54,14 @@ from typing import Any
 import msgpack
 import numpy as np
 
-__all__ = ["COMPACT_MIN_BYTES", "REQUESTS_NAME", "RequestLog", "read_requests"]
+__all__ = ["COMPACT_MIN_BYTES", "REQUEST_FSYNC_S", "REQUESTS_NAME", "RequestLog",
+           "open_request_log", "read_requests"]
 
 REQUESTS_NAME = "labels.requests"
 COMPACT_MIN_BYTES = 256 << 10
 """The log is never compacted below this size (compaction rewrites the table)."""
+REQUEST_FSYNC_S = 30.0
+"""Shortest time between two fsyncs of the log."""
 
 _ISSUED = b"ELR1"
 _ANSWERED = b"ELR2"
@@ -91,9 +97,9 @@ class RequestLog:
     thread only.
     """
 
-    def __init__(self, path: str, fsync_interval_s: float = 5.0):
+    def __init__(self, path: str, fsync_interval_s: float = REQUEST_FSYNC_S):
         self.path = path
-        self.fsync_interval_s = fsync_interval_s
+        self.fsync_interval_s = max(REQUEST_FSYNC_S, fsync_interval_s)
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.size = os.fstat(self._fd).st_size
         self._compact_at = max(COMPACT_MIN_BYTES, 2 * self.size)
@@ -102,6 +108,7 @@ class RequestLog:
         self.bytes_written = 0
         self.records_written = 0
         self.compactions = 0
+        self.syncs = 0
         self.errors = 0
         self._labels: Any = None
         self._before_issue: Callable[[str], Any] | None = None
@@ -140,6 +147,7 @@ class RequestLog:
             os.fsync(self._fd)
             self._dirty = False
             self._last_sync = now
+            self.syncs += 1
         if self.size > self._compact_at and self._labels is not None:
             self.compact()
 
@@ -155,6 +163,7 @@ class RequestLog:
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, self.path)
+        self.syncs += 1
         os.close(self._fd)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         self.size = len(data)
@@ -174,6 +183,7 @@ class RequestLog:
     def counters(self) -> dict[str, int]:
         return {"request_log_bytes": self.bytes_written,
                 "request_log_compactions": self.compactions,
+                "request_log_syncs": self.syncs,
                 "request_log_errors": self.errors}
 
 
