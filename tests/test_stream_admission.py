@@ -174,8 +174,8 @@ def test_a_start_restores_the_journal_streams_first_then_the_newest_within_the_r
         store.save(pipeline, f"s{n}")
         os.utime(store.path(f"s{n}"), (1000 + n, 1000 + n))
     again, _, _ = _admission(tmp_path, lambda: now[0], reserved_stream_slots=2)
-    assert again.store.report["restored"] == ["s3", "s2"]
+    assert again.store.report["restored"] == ["s2", "s3"]  # the newest two
     assert again.store.report["not_restored"] == ["s0", "s1"]
     fresh = CheckpointStore(store.directory)
     fresh.restore(Pipeline("paacds", {"capacity": 8}, max_streams=4), 2, frozenset({"s0"}))
-    assert fresh.report["restored"] == ["s0", "s3"]
+    assert fresh.report["restored"] == ["s0", "s3"]  # the journal's, then the newest

@@ -165,7 +165,11 @@ class StreamAdmission:
         self._bytes_seen = self.store.bytes_written
         if not self.max_bytes:
             return 0
-        files = self.store.files()
+        try:
+            files = self.store.files()
+        except OSError as exc:  # the directory gone or unreadable: the checkpoints say so
+            logger.warning("cannot list the checkpoints to keep [checkpoints] max_bytes: %s", exc)
+            return 0
         total = sum(size for _, size, _ in files)
         if total <= self.max_bytes:
             self._over_budget_logged = False

@@ -148,6 +148,7 @@ class CheckpointStore:
         for stream in chosen:
             if self.restore_one(pipeline, stream):
                 report["restored"].append(stream)
+        report["restored"].sort()  # the report by name; the restore went by priority
         if report["restored"]:
             logger.info("restored %d stream(s) from %s", len(report["restored"]), self.directory)
         if report["not_restored"]:
