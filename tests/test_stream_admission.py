@@ -43,7 +43,8 @@ def test_hostile_streams_that_fill_every_slot_give_them_up_when_idle_and_after_a
     for n in range(HOSTILE):
         publisher.publish(TOPICS.data(f"evil{n}"), encode_data(0.0, 0, {"a": 1.0}, y=n % 2 == 0))
     publisher.publish(TOPICS.data("office-1"), encode_data(0.0, 0, {"a": 1.0}))
-    wait_until(lambda: observer.status()["counters"]["too_many_streams"] == HOSTILE - 8 + 1,
+    publisher.publish(TOPICS.data("evil8"), encode_data(1.0, 1, {"a": 1.0}))  # refused again
+    wait_until(lambda: observer.status()["counters"]["too_many_streams"] == HOSTILE - 8 + 2,
                30, "the refusals counted")
     status = observer.status()
     assert sorted(status["streams"]) == sorted(f"evil{n}" for n in range(8))
@@ -67,13 +68,14 @@ def test_hostile_streams_that_fill_every_slot_give_them_up_when_idle_and_after_a
     for n in range(1, 8):
         publisher.publish(TOPICS.data(f"evil{n}"), encode_data(1.0, 1, {"a": 1.0}))
     wait_until(lambda: observer.status()["counters"]["streams_returned"] == 7
-               and observer.status()["counters"]["too_many_streams"] == HOSTILE - 8 + 2,
+               and observer.status()["counters"]["too_many_streams"] == HOSTILE - 8 + 3,
                30, "every slot taken again")
     assert len(observer.status()["streams"]) == 8
     assert gateway.terminate() == 0
     log = gateway.log.read_text()
     assert log.count("stream 'evil0' idle for") == 1
     assert log.count("stream 'evil0' returned: restored from its checkpoint") == 1
+    assert log.count("stream 'evil8' refused: all 8 slots taken (too_many_streams)") == 1
 
     gateway.start()
     status = gateway.wait_online(observer)

@@ -168,10 +168,8 @@ class Pipeline:
         it and the counts say so; the gateway journals it there
         (:mod:`firmware_bridge.service.journal`)."""
         self.on_unknown_stream: Callable[[str], bool] | None = None
-        """If set, called with the name of a stream that has no slot when its data or an
-        answer to its label request comes; True if it brought the stream back (the
-        gateway restores a stream it evicted from its checkpoint:
-        :mod:`firmware_bridge.service.admission`)."""
+        """Called with a stream not served when its data or an answer comes; True if it brought
+        it back (the gateway's evicted streams: :mod:`firmware_bridge.service.admission`)."""
         self.on_learn_batch: Callable[..., None] | None = None
         """If set, a jitted batch tells its lessons here at once instead, as
         ``on_learn_batch(stream, n, counts, slots, z, codes, labels)``: lessons ``n,
@@ -548,6 +546,10 @@ class Pipeline:
         return self._data_topics.get(topic)
 
     @property
+    def n_streams(self) -> int:
+        return len(self._streams)
+
+    @property
     def streams(self) -> list[str]:
         """Stream ids served so far, in order of first message."""
         return list(self._streams)
@@ -692,7 +694,6 @@ class Pipeline:
         self._add(entry)
 
     def drop(self, stream: str) -> None:
-        """Take ``stream`` out, its slot free (its pending label requests stay open): the
-        gateway evicts an idle stream once its checkpoint holds it."""
+        """Take ``stream`` out, its slot free (its pending label requests stay open)."""
         entry = self._streams.pop(stream)
         self._data_topics = {t: s for t, s in self._data_topics.items() if s is not entry}

@@ -22,8 +22,10 @@ their checkpoints, across restarts), and a new legitimate stream is refused. So:
   streams learned is gone, so the counter is a problem). Checkpoints of the streams
   served are never deleted.
 
-Every eviction, return and deletion is counted, and logged once per stream (the first
-:data:`LOGGED_NAMES` names; a hostile flood of names is then counted only). Activity is
+Every eviction, return, deletion and refusal of a new stream when every slot is taken
+(``too_many_streams``) is counted, and logged once per stream (the first
+:data:`LOGGED_NAMES` names, of them :data:`LOGGED_REFUSALS` refusals; a hostile flood
+of names is then counted only). Activity is
 read from the pipeline's per-stream revision (readings observed plus labels learned)
 at most every :data:`LOOK_INTERVAL_S`, off the per-message path, on the monotonic clock.
 Without a checkpoint directory nothing is evicted (there would be nowhere to keep it).
@@ -40,7 +42,7 @@ from .checkpoints import CheckpointStore
 from .counters import CounterRegistry
 from .journal import JOURNAL_NAME, read_journal
 
-__all__ = ["LOGGED_NAMES", "LOOK_INTERVAL_S", "StreamAdmission"]
+__all__ = ["LOGGED_NAMES", "LOGGED_REFUSALS", "LOOK_INTERVAL_S", "StreamAdmission"]
 
 logger = logging.getLogger("firmware_bridge.admission")
 
@@ -50,6 +52,10 @@ LOOK_INTERVAL_S = 1.0
 LOGGED_NAMES = 10_000
 """Stream names whose eviction, return or deletion is logged (once each): a bound on
 the memory a flood of names can take; beyond it they are counted only."""
+
+LOGGED_REFUSALS = 1_000
+"""Of those, how many may be refusals (a flood of new names, every slot taken), so a
+flood does not fill the log; every refusal is counted (``too_many_streams``)."""
 
 
 class StreamAdmission:
@@ -97,6 +103,7 @@ class StreamAdmission:
         self._seen: dict[str, tuple[int, float]] = {
             stream: (pipeline.revision(stream), now) for stream in pipeline.streams}
         self._logged: set[tuple[str, str]] = set()
+        self._refusals_logged = 0
         self._look_every = min(LOOK_INTERVAL_S, self.idle_s / 4) if self.idle_s else LOOK_INTERVAL_S
         self._next_look = now
         self._bytes_seen = -1  # store.bytes_written when the budget was last kept
@@ -134,6 +141,7 @@ class StreamAdmission:
         if not self.store.is_current(pipeline, stream) and not self._save(stream):
             return False  # the gateway counted and logged the failed write; kept for now
         pipeline.drop(stream)
+        self.store.forget(stream)  # so a flood of names cannot grow the store's tables
         self._seen.pop(stream, None)
         self._evicted.inc()
         self._log_once("evicted", stream, logging.INFO, "stream %r idle for %.0f s: its slot "
@@ -145,7 +153,15 @@ class StreamAdmission:
         has one and a slot is free; whether it did. (A stream with no checkpoint is a
         new one: the pipeline makes it.)"""
         pipeline = self.pipeline
-        if len(pipeline.streams) >= pipeline.max_streams or not self.store.has(stream):
+        if pipeline.n_streams >= pipeline.max_streams:
+            # Counted too_many_streams by the pipeline (and logged per reason); named
+            # here once per stream, for the first LOGGED_REFUSALS of them.
+            if self._refusals_logged < LOGGED_REFUSALS and ("refused", stream) not in self._logged:
+                self._refusals_logged += 1
+                self._log_once("refused", stream, logging.WARNING, "stream %r refused: all %d "
+                               "slots taken (too_many_streams)", pipeline.max_streams)
+            return False
+        if not self.store.has(stream):
             return False
         if not self.store.restore_one(pipeline, stream):
             return False  # logged; the pipeline starts it with a fresh model, as at a start

@@ -225,6 +225,12 @@ class CheckpointStore:
                 found.append((stream, info.st_size, info.st_mtime))
         return found
 
+    def forget(self, stream: str) -> None:
+        """Forget what was saved of ``stream`` (taken out of the pipeline; its files
+        stay): :meth:`restore_one` learns it again when it returns."""
+        self._saved_revision.pop(stream, None)
+        self._saved_layout.pop(stream, None)
+
     def delete(self, stream: str) -> None:
         """Remove both generations of ``stream``'s checkpoint."""
         path = self.path(stream)
@@ -233,8 +239,7 @@ class CheckpointStore:
                 os.unlink(name)
             except FileNotFoundError:
                 pass
-        self._saved_revision.pop(stream, None)
-        self._saved_layout.pop(stream, None)
+        self.forget(stream)
 
     def saved_layout(self, stream: str) -> tuple[int, int] | None:
         """The channel layout (:meth:`Pipeline.layout`) of ``stream``'s last checkpoint

@@ -315,15 +315,18 @@ class Gateway:
         self._status_changed = True
 
     def memory(self) -> dict[str, int]:
-        """The fixed memory budget: the pipeline's, the inbound queue's and paho's
-        outgoing queue's, in bytes."""
+        """The fixed memory budget: the pipeline's, the inbound and answer queues' and
+        paho's outgoing queue's, in bytes."""
         memory = self.pipeline.memory()
         config = self.config
         memory["inbound_queue"] = config.inbound_queue_length * (
             config.limits.max_payload_bytes + 1 + _QUEUED_MESSAGE_OVERHEAD
         )
+        answers = self.bridge.answer_capacity if self.bridge.answer_filters else 0
+        memory["answer_queue"] = answers * (config.limits.max_payload_bytes + 1
+                                            + _QUEUED_MESSAGE_OVERHEAD)
         memory["outgoing_queue"] = config.mqtt.max_queued_messages * _OUTGOING_MESSAGE_BYTES
-        memory["total"] += memory["inbound_queue"] + memory["outgoing_queue"]
+        memory["total"] += memory["inbound_queue"] + memory["answer_queue"] + memory["outgoing_queue"]
         return memory
 
     def status(self, state: str = "online") -> dict[str, Any]:
