@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 import msgpack
+import numpy as np
 import pytest
 
 from firmware_bridge.pipeline import Pipeline
@@ -15,6 +16,7 @@ from firmware_bridge.service.admission import StreamAdmission
 from firmware_bridge.service.checkpoints import CheckpointStore
 from firmware_bridge.service.config import load_config
 from firmware_bridge.service.counters import CounterRegistry
+from firmware_bridge.service.journal import JOURNAL_NAME, LabelJournal
 from firmware_bridge.wire import Topics, encode_data, encode_label
 
 from brokers import broker, wait_until  # noqa: F401  (broker: a fixture)
@@ -181,3 +183,24 @@ def test_a_start_restores_the_journal_streams_first_then_the_newest_within_the_r
     fresh = CheckpointStore(store.directory)
     fresh.restore(Pipeline("paacds", {"capacity": 8}, max_streams=4), 2, frozenset({"s0"}))
     assert fresh.report["restored"] == ["s0", "s3"]  # the journal's, then the newest
+
+
+def test_a_crash_start_restores_the_journals_streams_to_replay_then_trims_to_the_limit(tmp_path):
+    now = [0.0]
+    admission, _, _ = _admission(tmp_path, lambda: now[0])
+    pipeline, store, topics = admission.pipeline, admission.store, Topics()
+    for n in range(4):
+        pipeline.handle(topics.data(f"s{n}"), encode_data(0.0, 0, {"a": 1.0}), 0.0)
+        store.save(pipeline, f"s{n}")
+        os.utime(store.path(f"s{n}"), (1000 + n, 1000 + n))
+    # Each learned a label after its checkpoint: only the journal has it (a crash).
+    journal = LabelJournal(os.path.join(store.directory, JOURNAL_NAME))
+    for n in range(4):
+        journal.append(f"s{n}", 0, pipeline.layout(f"s{n}"), np.array([0], np.int32),
+                       np.array([1.0]), True)
+    journal.close()
+    again, registry, _ = _admission(tmp_path, lambda: now[0], reserved_stream_slots=2)
+    assert again.store.report["restored"] == ["s0", "s1", "s2", "s3"]  # all four replay
+    assert again.trim() == 2
+    assert sorted(again.pipeline.streams) == ["s2", "s3"]  # the newest two stay
+    assert registry.collect()["streams_evicted"] == 2

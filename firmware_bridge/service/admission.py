@@ -90,6 +90,8 @@ class StreamAdmission:
         if config.journal_enabled:
             lessons, _ = read_journal(os.path.join(store.directory, JOURNAL_NAME))
             first = frozenset(lesson.stream for lesson in lessons)
+        # When each was last written, before this start writes any (trim's order).
+        self._written_at = store.written_at()
         store.restore(pipeline, self.restore_limit, first)
         # After a crash a checkpoint's last seq is stale (later readings were processed):
         # forgotten for the restored streams now, for the others when they come back.
@@ -111,6 +113,18 @@ class StreamAdmission:
         pipeline.on_unknown_stream = self.bring_back
         self.keep_budget()
 
+    def trim(self) -> int:
+        """Evict the least recently written streams beyond the restore limit (the label
+        journal's streams are restored beyond it to replay their lessons; the gateway
+        calls this once those are checkpointed); how many."""
+        pipeline = self.pipeline
+        excess = pipeline.n_streams - self.restore_limit
+        if excess <= 0:
+            return 0
+        oldest = sorted(pipeline.streams, key=lambda s: self._written_at.get(s, 0.0))
+        return sum(self.evict(stream, "beyond the slots a start fills")
+                   for stream in oldest[:excess])
+
     # -- the worker's calls ------------------------------------------------------
 
     def tick(self, now: float) -> None:
@@ -130,13 +144,14 @@ class StreamAdmission:
             elif self.idle_s and now - last[1] >= self.idle_s:
                 idle.append(stream)
         for stream in idle:
-            self.evict(stream, now - seen[stream][1])
+            self.evict(stream, f"idle for {now - seen[stream][1]:.0f} s")
         if self.store.bytes_written != self._bytes_seen:
             self.keep_budget()
 
-    def evict(self, stream: str, idle_for: float) -> bool:
+    def evict(self, stream: str, why: str) -> bool:
         """Checkpoint ``stream`` (unless its checkpoint holds it already) and free its
-        slot; whether it was evicted (not when its checkpoint could not be written)."""
+        slot (``why``, for the log); whether it was evicted (not when its checkpoint
+        could not be written)."""
         pipeline = self.pipeline
         if not self.store.is_current(pipeline, stream) and not self._save(stream):
             return False  # the gateway counted and logged the failed write; kept for now
@@ -144,8 +159,8 @@ class StreamAdmission:
         self.store.forget(stream)  # so a flood of names cannot grow the store's tables
         self._seen.pop(stream, None)
         self._evicted.inc()
-        self._log_once("evicted", stream, logging.INFO, "stream %r idle for %.0f s: its slot "
-                       "is free, its checkpoint kept (restored when it returns)", idle_for)
+        self._log_once("evicted", stream, logging.INFO, "stream %r %s: its slot is free, its "
+                       "checkpoint kept (restored when it returns)", why)
         return True
 
     def bring_back(self, stream: str) -> bool:

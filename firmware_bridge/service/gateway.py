@@ -235,6 +235,7 @@ class Gateway:
                                     config["checkpoints.journal_fsync_seconds"])
         self.registry.register("journal", self.journal.counters, problems=("journal_dropped",))
         self.checkpoint()  # the replayed streams; truncates the journal when all are written
+        self.admission.trim()  # the journal's streams beyond the restore limit, now saved
         self.pipeline.on_learn = self._journal_lesson
         self.pipeline.on_learn_batch = self._journal_lessons
         # Pending label requests kept across a crash too (service/request_log.py).
