@@ -10,25 +10,28 @@ behind no more than that many answers.
 
 :class:`AnswerRateLimit` is the per-stream rate limit (``[labels]
 max_answers_per_second``): a token bucket per label topic (one topic per stream) that
-holds one second's worth, refilled on the monotonic clock; an answer beyond it is
-acknowledged and dropped before it is decoded, counted ``label_rate_limited`` and
-logged (rate-limited). Topics are remembered up to :data:`MAX_TOPICS`; beyond that the
+holds one second's worth, refilled on the monotonic clock. An answer beyond it is
+looked at (its payload decoded within the protocol's limits): if its ``req`` is a
+request pending now it goes on (a genuine answer is never dropped for the limit, and
+each request can be answered once); any other is acknowledged and dropped, counted
+``label_rate_limited`` and logged (rate-limited), before the pipeline spends anything
+on it. Topics are remembered up to :data:`MAX_TOPICS`; beyond that the
 bucket of the topic least recently seen is forgotten (a flood of topic names cannot
 grow memory; a forgotten topic starts again with a full bucket).
 
-What the limit cannot tell apart: it drops before decoding, so a flood on one stream's
-label topic takes that stream's share, and its genuine answers beyond the share are
-dropped with the flood (counted). Other streams' answers, and all data, are not
-affected: data are protected by the separate session and the order above, whatever
-the limit.
+Data are protected by the separate session and the order above, whatever the limit;
+the limit bounds what forged, repeated and late answers cost the worker.
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
+
+import msgpack
 
 __all__ = ["ANSWER_QUEUE_LENGTH", "ANSWERS_PER_TURN", "AnswerRateLimit", "MAX_TOPICS"]
 
@@ -45,29 +48,39 @@ MAX_TOPICS = 4096
 
 class AnswerRateLimit:
     """At most ``per_second`` answers a second per label topic (bursts of one second's
-    worth). ``admit(topic)`` says whether an answer on ``topic`` may go on; ``dropped``
-    counts those that may not; ``log`` (a RateLimitedLog) says so now and then.
+    worth), but every answer whose ``req`` is ``pending``. ``admit(topic, payload)`` says
+    whether an answer may go on; ``dropped`` counts those that may not; ``log`` (a
+    RateLimitedLog) says so now and then; ``unpack`` decodes a payload (the protocol's
+    bounded msgpack).
 
+    >>> import msgpack
     >>> now = [0.0]
-    >>> limit = AnswerRateLimit(2, clock=lambda: now[0])
-    >>> [limit.admit("edgelearn/label/a") for _ in range(3)], limit.admit("edgelearn/label/b")
-    ([True, True, False], True)
+    >>> limit = AnswerRateLimit(2, clock=lambda: now[0], pending=lambda req: req == "gw1-7")
+    >>> forged, real = msgpack.packb({"req": "x", "y": 1}), msgpack.packb({"req": "gw1-7", "y": 1})
+    >>> [limit.admit("edgelearn/label/a", forged) for _ in range(3)]
+    [True, True, False]
+    >>> limit.admit("edgelearn/label/a", real), limit.admit("edgelearn/label/b", forged)
+    (True, True)
     >>> now[0] = 0.5
-    >>> limit.admit("edgelearn/label/a"), limit.dropped
+    >>> limit.admit("edgelearn/label/a", forged), limit.dropped
     (True, 1)
     """
 
     def __init__(self, per_second: float, clock: Callable[[], float] = time.monotonic,
-                 log: Any = None):
+                 log: Any = None, pending: Callable[[Any], bool] = lambda req: False,
+                 unpack: Callable[[bytes], Any] = functools.partial(msgpack.unpackb, raw=False)):
         self.per_second = float(per_second)
         self.dropped = 0
         self._clock = clock
         self._log = log
+        self._pending = pending
+        self._unpack = unpack
         # topic -> [tokens, monotonic time of the last refill], least recently seen first
         self._buckets: collections.OrderedDict[str, list[float]] = collections.OrderedDict()
 
-    def admit(self, topic: str) -> bool:
-        """Whether an answer on ``topic`` is within the limits (its tokens are taken)."""
+    def admit(self, topic: str, payload: bytes) -> bool:
+        """Whether an answer on ``topic`` is within the limit (a token is taken) or
+        answers a pending request."""
         now = self._clock()
         rate = self.per_second
         bucket = self._buckets.get(topic)
@@ -80,6 +93,13 @@ class AnswerRateLimit:
             bucket[0] = min(rate, bucket[0] + (now - bucket[1]) * rate)
             bucket[1] = now
         if bucket[0] < 1.0:
+            try:
+                answer = self._unpack(payload)
+            except Exception:  # noqa: BLE001 -- anything undecodable is not an answer
+                answer = None
+            if type(answer) is dict and isinstance(answer.get("req"), str) and self._pending(
+                    answer["req"]):
+                return True
             self.dropped += 1
             if self._log is not None:
                 self._log.warning("label_rate_limited", "answers on %.80r beyond %g a second "

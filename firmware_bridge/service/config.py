@@ -193,8 +193,9 @@ _SERVICE: dict[str, Section] = {
             waiting. false: one session for data and answers, as before (no rate limit then).""", True),
         "max_answers_per_second": Setting(Interval(float, 0, 1_000_000), """
             Most label answers a second per stream (bursts of one second's worth; 0: no
-            limit); beyond it an answer is dropped before it is decoded, counted
-            "label_rate_limited" (only on the answers' own session).""",
+            limit); beyond it an answer that matches no pending request is dropped
+            before the pipeline sees it, counted "label_rate_limited" (an answer to a
+            pending request always goes on; only on the answers' own session).""",
                                           100.0),
     }),
     "recorder": Section("""

@@ -48,7 +48,7 @@ from .config import GatewayConfig
 from .counters import CounterRegistry
 from .mqtt import InboundMessage, MqttBridge
 from ..pipeline import RateLimitedLog
-from ..wire import encode_status
+from ..wire import bounded_unpackb, encode_status
 from .sinks import EVENTS, make_sinks
 from .sinks.routing import fan_out, sink_routes
 from .status_message import status_message
@@ -167,8 +167,9 @@ class Gateway:
         self._on_outbound = outbound[0] if len(outbound) == 1 else fan_out(outbound)
         self._last_checkpoint = self._started  # monotonic
         # Label answers on their own session, rate-limited (firmware_bridge.service.answers).
-        self.answer_limit = AnswerRateLimit(config["labels.max_answers_per_second"] or math.inf,
-                                            clock, self._log)
+        self.answer_limit = AnswerRateLimit(
+            config["labels.max_answers_per_second"] or math.inf, clock, self._log,
+            self.pipeline.labels.__contains__, bounded_unpackb(config.limits))
         self.registry.register("answers", self.answer_limit.counters,
                                problems=("label_rate_limited",))
         answer_filters = (config.topics.filter("label"),) if config["labels.own_session"] else ()

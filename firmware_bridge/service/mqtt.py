@@ -8,7 +8,8 @@ is received, processed, published and acknowledged by one thread, with no hand-o
 between threads under the GIL and no wake-up per packet; it is what makes the gateway
 fast on a two-core board.
 
-The **inbound** connection receives data and label answers:
+The **inbound** connection receives data (and label answers, without an answers
+connection):
 
 * **persistent session**: a fixed client id and no clean start (MQTT 5: clean start
   off and a session expiry interval; MQTT 3.1.1: ``clean_session=False``), so the
@@ -38,7 +39,7 @@ inbound one does data (persistent session, subscriptions in on_connect, manual a
 into its own bounded ``answers`` deque (``answer_capacity``, also its Receive
 Maximum). So a flood of answers fills the broker's queue of that session, never the
 data session's, and the worker takes answers only after the data queued
-(``firmware_bridge.service.answers``). ``admit_answer(topic)``, called as each answer
+(``firmware_bridge.service.answers``). ``admit_answer(topic, payload)``, called as each answer
 arrives, may refuse it (a per-stream rate limit): a refused answer is acknowledged at
 once and not queued. The inbound session unsubscribes from those filters at each
 connection (a resumed session may hold the subscription of an older gateway).
@@ -169,7 +170,7 @@ class MqttBridge:
         on_publish_refused: Callable[[str, Any], None] | None = None,
         answer_filters: tuple[str, ...] = (),
         answer_capacity: int = 256,
-        admit_answer: Callable[[str], bool] | None = None,
+        admit_answer: Callable[[str, bytes], bool] | None = None,
     ):
         self.settings = settings
         self.subscriptions = tuple(subscriptions)
@@ -556,13 +557,13 @@ class MqttBridge:
             topic = message.topic
         except UnicodeDecodeError:
             topic = ""
-        if self._admit_answer is not None and not self._admit_answer(topic):
-            if message.qos:  # refused (counted by admit_answer): done with it
-                client.ack(message.mid, message.qos)
-            return
         payload = message.payload
         if len(payload) > self._max_payload_bytes:
             payload = payload[: self._max_payload_bytes + 1]
+        if self._admit_answer is not None and not self._admit_answer(topic, payload):
+            if message.qos:  # refused (counted by admit_answer): done with it
+                client.ack(message.mid, message.qos)
+            return
         self.answers.append(InboundMessage(topic, payload, time.time(), message.mid,
                                            message.qos, -self.answer_session))
 
