@@ -37,7 +37,8 @@ def test_hostile_streams_that_fill_every_slot_give_them_up_when_idle_and_after_a
     publisher = observer_factory(broker.port, client_id="publisher", subscribe=("none",))
     gateway = gateways(broker.port)
     gateway.config.write_text(gateway.config.read_text().replace(
-        "max_streams = 8\n", "max_streams = 8\nidle_stream_seconds = 3\nreserved_stream_slots = 2\n"))
+        "max_streams = 8\n",
+        "max_streams = 8\nidle_stream_seconds = 3\nreserved_stream_slots = 2\n"))
     gateway.start()
     gateway.wait_online(observer)
     # A client publishes a labelled reading for each of 200 stream names: the first 8
@@ -135,7 +136,8 @@ def test_an_answer_to_an_evicted_streams_request_brings_it_back_and_is_learned(t
 
 def _until_asked(pipeline, topics, stream):
     for seq in range(200):
-        outputs = pipeline.handle(topics.data(stream), encode_data(0.0, seq, {"a": 1.0 + seq % 3}), 0.0)
+        outputs = pipeline.handle(topics.data(stream),
+                                  encode_data(0.0, seq, {"a": 1.0 + seq % 3}), 0.0)
         if len(outputs) == 2:
             return outputs
     raise AssertionError("no label request in 200 readings")

@@ -176,7 +176,7 @@ _SERVICE: dict[str, Section] = {
         service.""", _limits()),
     "labels": Section("""
         Pending label requests (features kept from prediction time, waiting for an
-        answer).""", {
+        answer), and how answers arrive.""", {
         "capacity": feed(Pipeline, "pending_capacity", Interval(int, 1, 10_000_000),
                           "most pending at once; when full the oldest is evicted"),
         "ttl_seconds": feed(Pipeline, "label_ttl_s", Interval(float, 0.001, 365 * 86_400),
@@ -190,7 +190,8 @@ _SERVICE: dict[str, Section] = {
             true: label answers come on their own MQTT session (client id
             <client_id>-answers), so a flood of answers fills that session's queue on
             the broker, never the data's, and the worker takes answers after the data
-            waiting. false: one session for data and answers, as before (no rate limit then).""", True),
+            waiting. false: one session for data and answers, as before (no rate limit
+            then).""", True),
         "max_answers_per_second": Setting(Interval(float, 0, 1_000_000), """
             Most label answers a second per stream (bursts of one second's worth; 0: no
             limit); beyond it an answer that matches no pending request is dropped
@@ -475,7 +476,7 @@ def load_config(
 
     >>> config, errors = load_config(None, {"mqtt.port": 70000, "gateway.idd": "x"})
     >>> config is None, errors
-    (True, ['[gateway] unknown key idd (known: id, max_streams, stream_pattern, inbound_queue_length, status_interval_seconds, reject_log_interval_seconds)', "The 'port' parameter of [mqtt] must be an int in [1, 65535]. Got 70000."])
+    (True, ['[gateway] unknown key idd (known: id, max_streams, stream_pattern, idle_stream_seconds, reserved_stream_slots, inbound_queue_length, status_interval_seconds, reject_log_interval_seconds)', "The 'port' parameter of [mqtt] must be an int in [1, 65535]. Got 70000."])
     """
     where = "" if path is None else os.fspath(path)
     raw: dict[str, Any] = {}

@@ -79,8 +79,9 @@ NORMAL_PIPELINE_COUNTERS = frozenset({
 })
 """The pipeline's counters that count work, not problems (every other one, a reject
 reason or an expired label, is a problem ``edgelearn status`` shows when not zero)."""
-_PROBLEM_BRIDGE_COUNTERS = ("disconnects", "out_disconnects", "answer_disconnects", "connect_failures",
-                            "subscribe_failures", "redelivery_expected", "publish_dropped")
+_PROBLEM_BRIDGE_COUNTERS = ("disconnects", "out_disconnects", "answer_disconnects",
+                            "connect_failures", "subscribe_failures", "redelivery_expected",
+                            "publish_dropped")
 
 
 class Gateway:
@@ -187,7 +188,8 @@ class Gateway:
             on_publish_refused=self.refusals.refused,
             answer_filters=answer_filters,
             answer_capacity=ANSWER_QUEUE_LENGTH,
-            admit_answer=self.answer_limit.admit if config["labels.max_answers_per_second"] else None,
+            admit_answer=(self.answer_limit.admit if config["labels.max_answers_per_second"]
+                          else None),
         )
         self.registry.register("bridge", self.bridge.counters,
                                problems=_PROBLEM_BRIDGE_COUNTERS, gauges=("outgoing_pending",))
@@ -328,7 +330,8 @@ class Gateway:
         memory["answer_queue"] = answers * (config.limits.max_payload_bytes + 1
                                             + _QUEUED_MESSAGE_OVERHEAD)
         memory["outgoing_queue"] = config.mqtt.max_queued_messages * _OUTGOING_MESSAGE_BYTES
-        memory["total"] += memory["inbound_queue"] + memory["answer_queue"] + memory["outgoing_queue"]
+        memory["total"] += (memory["inbound_queue"] + memory["answer_queue"]
+                            + memory["outgoing_queue"])
         return memory
 
     def status(self, state: str = "online") -> dict[str, Any]:

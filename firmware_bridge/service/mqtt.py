@@ -86,7 +86,8 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from .broker_tools import PROTOCOLS, MqttSettings, parse_broker, read_retained  # here before they moved
+# Defined there since they moved; exported here as before.
+from .broker_tools import PROTOCOLS, MqttSettings, parse_broker, read_retained
 
 __all__ = ["PROTOCOLS", "MqttSettings", "InboundMessage", "MqttBridge", "parse_broker",
            "read_retained"]
