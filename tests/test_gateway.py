@@ -68,7 +68,9 @@ def test_status_reports_memory_versions_and_queue(tmp_path):
     assert status["state"] == "online" and status["pid"] == os.getpid()
     memory = status["memory"]
     assert memory["total"] == (memory["learners_max"] + memory["pending_labels"]
-                               + memory["inbound_queue"] + memory["outgoing_queue"])
+                               + memory["inbound_queue"] + memory["answer_queue"]
+                               + memory["outgoing_queue"])
+    assert memory["answer_queue"] > 0  # label answers have their own queue
     assert status["queue"] == {"length": 0, "capacity": 1024}
     assert set(status["version"]) == {"edgelearn", "paho_mqtt", "python"}
     assert status["counters"]["publish_dropped"] == 0

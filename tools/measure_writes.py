@@ -5,7 +5,8 @@ label journal, housekeeping) in this process on a simulated clock, with no broke
 ``--streams`` streams sending ``--rate`` messages a second each (five channels, like
 the occupancy demo), every label request answered at once. It counts what the
 gateway writes: checkpoint bytes, journal bytes and journal fsyncs (each of which
-costs a flash card at least one block write, 4 KiB counted here), and prints them per
+costs a flash card at least one block write, 4 KiB counted here), the label request
+log's bytes and fsyncs (pending requests kept across a crash), and prints them per
 hour of stream time. Writes go to a temporary directory (or --state-dir).
 
     python tools/measure_writes.py                       # defaults: 4 streams, 1 msg/s
@@ -79,6 +80,7 @@ def measure(streams: int, rate: float, hours: float, state_dir: str,
     journal_bytes = counters["journal_bytes"]
     syncs = counters["journal_syncs"]
     checkpoint_bytes = counters["checkpoint_bytes"]
+    request_bytes, request_syncs = counters["request_log_bytes"], counters["request_log_syncs"]
     per_hour = 1.0 / hours
     return {
         "streams": streams,
@@ -92,8 +94,11 @@ def measure(streams: int, rate: float, hours: float, state_dir: str,
         "journal_bytes_per_hour": round(journal_bytes * per_hour),
         "journal_fsyncs_per_hour": round(syncs * per_hour),
         "fsync_blocks_bytes_per_hour": round(syncs * _BLOCK * per_hour),
-        "total_bytes_per_hour": round((checkpoint_bytes + journal_bytes + syncs * _BLOCK)
-                                      * per_hour),
+        "label_requests_per_hour": round(counters["label_requests"] * per_hour),
+        "request_log_bytes_per_hour": round(request_bytes * per_hour),
+        "request_log_fsyncs_per_hour": round(request_syncs * per_hour),
+        "total_bytes_per_hour": round((checkpoint_bytes + journal_bytes + syncs * _BLOCK
+                                       + request_bytes + request_syncs * _BLOCK) * per_hour),
     }
 
 

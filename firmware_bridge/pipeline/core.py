@@ -35,7 +35,7 @@ from .budget import memory_budget
 from .lean import UNLABELLED, LeanBinary
 from .pending import PendingEntry, PendingLabels
 from .ratelog import RateLimitedLog
-from .streams import StreamState, compile_stream_pattern, state_problem
+from .streams import StateMismatch, StreamState, compile_stream_pattern, saved_stream
 from .tally import Outbound, Tally
 from .tasks import SETTLED_TYPES
 
@@ -44,10 +44,6 @@ __all__ = ["LABEL_POLICIES", "Pipeline", "StateMismatch"]
 logger = logging.getLogger("firmware_bridge.pipeline")
 
 LABEL_POLICIES = ("request", "from_data", "all")
-
-class StateMismatch(ValueError):
-    """A saved stream state does not fit this pipeline's learner configuration."""
-
 
 class Pipeline:
     """Decode, route to per-stream learners, and build the outbound messages.
@@ -171,6 +167,9 @@ class Pipeline:
         of settled binary streams (:meth:`_predict_lean`), right after it took
         it and the counts say so; the gateway journals it there
         (:mod:`firmware_bridge.service.journal`)."""
+        self.on_unknown_stream: Callable[[str], bool] | None = None
+        """Called with a stream not served when its data or an answer comes; True if it brought
+        it back (the gateway's evicted streams: :mod:`firmware_bridge.service.admission`)."""
         self.on_learn_batch: Callable[..., None] | None = None
         """If set, a jitted batch tells its lessons here at once instead, as
         ``on_learn_batch(stream, n, counts, slots, z, codes, labels)``: lessons ``n,
@@ -270,6 +269,8 @@ class Pipeline:
         if not self.allows(name):
             self.tally.reject("stream_not_allowed", "stream %r is not allowed by [gateway] stream_pattern", name)
             return None
+        if self.on_unknown_stream is not None and self.on_unknown_stream(name):
+            return self._streams[name]
         if len(self._streams) >= self.max_streams:
             self.tally.reject("too_many_streams", "stream %r is beyond max_streams=%d", name,
                               self.max_streams)
@@ -490,6 +491,9 @@ class Pipeline:
         result = labels.lookup(message.req, message.stream)
         if isinstance(result, PendingEntry):
             stream = self._streams.get(result.stream)
+            if stream is None and self.on_unknown_stream is not None and self.on_unknown_stream(
+                    result.stream):  # evicted while idle: back from its checkpoint
+                stream = self._streams[result.stream]
             if stream is None:  # restore() replaced the stream set; nothing to teach
                 labels.settle(result)
                 return
@@ -540,6 +544,10 @@ class Pipeline:
     def data_stream(self, topic: str) -> StreamState | None:
         """The stream whose data topic ``topic`` is, if it exists (the fast path's lookup)."""
         return self._data_topics.get(topic)
+
+    @property
+    def n_streams(self) -> int:
+        return len(self._streams)
 
     @property
     def streams(self) -> list[str]:
@@ -676,20 +684,16 @@ class Pipeline:
         parameters than this pipeline's configuration; and ``ValueError`` when
         ``max_streams`` streams exist already. Nothing changes when it raises.
         """
-        reject = None if isinstance(stream, str) else "stream must be a str"
-        if reject is None:
-            reject = state_problem(stream, state, self._learner_class, self._learner_params_norm)
-        if reject:
-            raise StateMismatch(f"cannot restore stream {stream!r}: {reject}")
+        entry = saved_stream(stream, state, self._learner_class, self._learner_params_norm,
+                             self.topics)
         if stream not in self._streams and len(self._streams) >= self.max_streams:
             raise ValueError(
                 f"cannot restore stream {stream!r}: max_streams={self.max_streams} "
                 "streams exist already"
             )
-        try:
-            learner = edgelearn.from_state(state["learner"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StateMismatch(f"cannot restore stream {stream!r}: {exc}") from None
-        entry = StreamState(stream, learner, self.topics)
-        entry.load_counters(state.get("counters", {}), state.get("last_seq", -1))
         self._add(entry)
+
+    def drop(self, stream: str) -> None:
+        """Take ``stream`` out, its slot free (its pending label requests stay open)."""
+        entry = self._streams.pop(stream)
+        self._data_topics = {t: s for t, s in self._data_topics.items() if s is not entry}

@@ -131,6 +131,10 @@ class PendingLabels:
         # req_id -> (stream, outcome for any later answer), oldest first.
         self._recent: OrderedDict[str, tuple[str, Outcome]] = OrderedDict()
         self._counts = dict.fromkeys(COUNTER_KEYS, 0)
+        # Called with each entry issued, and each answered (settled): the gateway logs
+        # them so a crash keeps its pending requests (service/request_log.py).
+        self.on_issue: Callable[[PendingEntry], None] | None = None
+        self.on_settle: Callable[[PendingEntry], None] | None = None
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -157,10 +161,12 @@ class PendingLabels:
             self._close(oldest, Outcome.EVICTED_REQUEST)
             self._counts["evicted"] += 1
         req_id = self._new_id()
-        self._pending[req_id] = PendingEntry(
+        entry = self._pending[req_id] = PendingEntry(
             req_id, stream, seq, features, y_hat, now, now + self.ttl_seconds
         )
         self._counts["issued"] += 1
+        if self.on_issue is not None:
+            self.on_issue(entry)
         return req_id
 
     def answer(self, req_id: str, stream: str) -> PendingEntry | Outcome:
@@ -200,6 +206,8 @@ class PendingLabels:
             return
         self._close(entry, Outcome.DUPLICATE)
         self._counts["answered"] += 1
+        if self.on_settle is not None:
+            self.on_settle(entry)
 
     def _count(self, outcome: Outcome) -> Outcome:
         self._counts[outcome.value] += 1

@@ -7,11 +7,19 @@ import math
 import re
 from typing import Any
 
+import edgelearn
+
 from ..wire import Topics
 from .tally import SEQUENCE_COUNTERS, Tally
 from .tasks import rules_for
 
-__all__ = ["SEQ_WINDOW", "StreamState", "compile_stream_pattern", "state_problem"]
+__all__ = ["SEQ_WINDOW", "StateMismatch", "StreamState", "compile_stream_pattern",
+           "saved_stream", "state_problem"]
+
+
+class StateMismatch(ValueError):
+    """A saved stream state does not fit this pipeline's learner configuration."""
+
 
 def compile_stream_pattern(pattern: str) -> re.Pattern | None:
     """The allow-list pattern of stream names (``""``: none, any name is served).
@@ -192,6 +200,24 @@ def _as_saved(value: Any) -> Any:
     """A parameter as a checkpoint gives it back: msgpack has no tuples, so a tuple
     (SurpriseDetector's ``evidence``) is saved as a list."""
     return [_as_saved(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+def saved_stream(stream: Any, state: Any, learner_class: type, params: dict[str, Any],
+                 topics: Topics) -> StreamState:
+    """``stream``'s state rebuilt from ``state`` (``Pipeline.to_state``'s) with a learner of
+    ``learner_class`` and ``params``; :class:`StateMismatch` if it does not fit."""
+    reject = None if isinstance(stream, str) else "stream must be a str"
+    if reject is None:
+        reject = state_problem(stream, state, learner_class, params)
+    if reject:
+        raise StateMismatch(f"cannot restore stream {stream!r}: {reject}")
+    try:
+        learner = edgelearn.from_state(state["learner"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateMismatch(f"cannot restore stream {stream!r}: {exc}") from None
+    entry = StreamState(stream, learner, topics)
+    entry.load_counters(state.get("counters", {}), state.get("last_seq", -1))
+    return entry
 
 
 def state_problem(

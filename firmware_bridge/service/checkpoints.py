@@ -122,50 +122,124 @@ class CheckpointStore:
         return sorted({s for s in map(stream_of_checkpoint, os.listdir(self.directory))
                        if s is not None})
 
-    def restore(self, pipeline: Pipeline) -> None:
-        """Load every checkpoint found (at most ``pipeline.max_streams``) into
-        ``pipeline``."""
+    def restore(self, pipeline: Pipeline, limit: int | None = None,
+                first: frozenset[str] = frozenset()) -> None:
+        """Load the checkpoints found into ``pipeline``: at most ``limit`` of them
+        (``None``: ``pipeline.max_streams``), those of the streams in ``first`` (the
+        label journal's) before the others, and of the others the most recently
+        written first. The rest stay on disk (``report["not_restored"]``), restored
+        when their stream returns (:mod:`firmware_bridge.service.admission`)."""
         report = self.report
-        allowed = [stream for stream in self.streams() if pipeline.allows(stream)]
-        report["not_allowed"] = sorted(set(self.streams()) - set(allowed))
+        found = self.streams()
+        allowed = [stream for stream in found if pipeline.allows(stream)]
+        report["not_allowed"] = sorted(set(found) - set(allowed))
         if report["not_allowed"]:
             logger.warning("%d checkpoint(s) of streams [gateway] stream_pattern does not "
                            "allow not restored (kept on disk): %s", len(report["not_allowed"]),
                            ", ".join(map(repr, report["not_allowed"][:20])))
-        for stream in allowed[: pipeline.max_streams]:
-            path = self.path(stream)
-            problems: list[str] = []
-            restored_from = None
-            for candidate in (path, path + ".1"):
-                try:
-                    state, load_report = load_checkpoint(candidate)
-                except CheckpointError as exc:
-                    problems.extend(p for p in exc.problems if not p.endswith(": missing"))
-                    break  # load_checkpoint already tried the older generation
-                problems.extend(load_report.problems)
-                try:
-                    pipeline.restore(stream, state)
-                except (StateMismatch, ValueError) as exc:
-                    problems.append(f"{load_report.path_used}: {exc}")
-                    if load_report.path_used != path:
-                        break  # the older generation did not fit either
-                    continue
-                restored_from = load_report.path_used
-                break
-            if restored_from is None:
-                report["failed"][stream] = "; ".join(problems) or "no usable checkpoint"
-                logger.error("stream %r starts with a fresh model: %s", stream,
-                             report["failed"][stream])
-                continue
-            report["restored"].append(stream)
-            self._saved_revision[stream] = pipeline.revision(stream)
-            self._saved_layout[stream] = pipeline.layout(stream)
-            if restored_from != path:
-                report["fell_back"][stream] = "; ".join(problems)
-                logger.warning("stream %r restored from the older checkpoint %s: %s",
-                               stream, restored_from, report["fell_back"][stream])
+        written = self.written_at()
+        allowed.sort(key=lambda stream: (stream not in first, -written.get(stream, 0)))
+        limit = pipeline.max_streams if limit is None else limit
+        # The journal's streams even beyond the limit: their lessons since the last
+        # checkpoint round are replayed only into a restored stream.
+        chosen = [s for s in allowed if s in first][: pipeline.max_streams]
+        chosen += [s for s in allowed if s not in first][: max(0, limit - len(chosen))]
+        report["not_restored"] = sorted(set(allowed) - set(chosen))
+        for stream in chosen:
+            if self.restore_one(pipeline, stream):
+                report["restored"].append(stream)
+        report["restored"].sort()  # the report by name; the restore went by priority
         if report["restored"]:
             logger.info("restored %d stream(s) from %s", len(report["restored"]), self.directory)
+        if report["not_restored"]:
+            logger.info("%d stream(s) not restored, to leave slots free for new ones (their "
+                        "checkpoints are restored when their data comes)",
+                        len(report["not_restored"]))
+
+    def restore_one(self, pipeline: Pipeline, stream: str) -> bool:
+        """Load ``stream``'s checkpoint into ``pipeline`` (falling back to the older
+        generation); whether it was (the report says why not)."""
+        report = self.report
+        path = self.path(stream)
+        problems: list[str] = []
+        restored_from = None
+        for candidate in (path, path + ".1"):
+            try:
+                state, load_report = load_checkpoint(candidate)
+            except CheckpointError as exc:
+                problems.extend(p for p in exc.problems if not p.endswith(": missing"))
+                break  # load_checkpoint already tried the older generation
+            problems.extend(load_report.problems)
+            try:
+                pipeline.restore(stream, state)
+            except (StateMismatch, ValueError) as exc:
+                problems.append(f"{load_report.path_used}: {exc}")
+                if load_report.path_used != path:
+                    break  # the older generation did not fit either
+                continue
+            restored_from = load_report.path_used
+            break
+        if restored_from is None:
+            report["failed"][stream] = "; ".join(problems) or "no usable checkpoint"
+            logger.error("stream %r starts with a fresh model: %s", stream,
+                         report["failed"][stream])
+            return False
+        self._saved_revision[stream] = pipeline.revision(stream)
+        self._saved_layout[stream] = pipeline.layout(stream)
+        if restored_from != path:
+            report["fell_back"][stream] = "; ".join(problems)
+            logger.warning("stream %r restored from the older checkpoint %s: %s",
+                           stream, restored_from, report["fell_back"][stream])
+        return True
+
+    def has(self, stream: str) -> bool:
+        """Whether ``stream`` has a checkpoint here (either generation)."""
+        path = self.path(stream)
+        return os.path.exists(path) or os.path.exists(path + ".1")
+
+    def is_current(self, pipeline: Pipeline, stream: str) -> bool:
+        """Whether ``stream``'s last checkpoint written or restored here holds it as it is."""
+        return self._saved_revision.get(stream) == pipeline.revision(stream)
+
+    def written_at(self) -> dict[str, float]:
+        """Each stream's newest checkpoint file's modification time (wall clock: only
+        to order streams by when they were last written)."""
+        newest: dict[str, float] = {}
+        for stream, _, mtime in self.files():
+            newest[stream] = max(mtime, newest.get(stream, 0.0))
+        return newest
+
+    def files(self) -> list[tuple[str, int, float]]:
+        """``(stream, bytes, modification time)`` of every checkpoint file here (both
+        generations)."""
+        found = []
+        with os.scandir(self.directory) as entries:
+            for entry in entries:
+                stream = stream_of_checkpoint(entry.name)
+                if stream is None:
+                    continue
+                try:
+                    info = entry.stat()
+                except FileNotFoundError:
+                    continue
+                found.append((stream, info.st_size, info.st_mtime))
+        return found
+
+    def forget(self, stream: str) -> None:
+        """Forget what was saved of ``stream`` (taken out of the pipeline; its files
+        stay): :meth:`restore_one` learns it again when it returns."""
+        self._saved_revision.pop(stream, None)
+        self._saved_layout.pop(stream, None)
+
+    def delete(self, stream: str) -> None:
+        """Remove both generations of ``stream``'s checkpoint."""
+        path = self.path(stream)
+        for name in (path, path + ".1"):
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
+        self.forget(stream)
 
     def saved_layout(self, stream: str) -> tuple[int, int] | None:
         """The channel layout (:meth:`Pipeline.layout`) of ``stream``'s last checkpoint

@@ -117,6 +117,17 @@ _SERVICE: dict[str, Section] = {
             stream's name must match as a whole, e.g. "office-[0-9]+"; "" serves any
             name. Data for another stream is counted ("stream_not_allowed") and dropped
             before it can take a slot, and its checkpoint is not restored."""),
+        "idle_stream_seconds": Setting(Interval(float, 0, 30 * 86_400), """
+            Seconds a stream may go without a reading or a label before it gives up its
+            slot (0 to 2592000; 0: never). Needs a checkpoint directory: the stream is
+            checkpointed and taken out; its data (or an answer to its label request)
+            brings it back from the checkpoint, nothing learned lost. Counted
+            "streams_evicted" and "streams_returned".""", 3600.0),
+        "reserved_stream_slots": Setting(Interval(int, 0, 100_000), """
+            Slots a start leaves free for new streams (0 to 100000): it restores at most
+            max_streams minus this many checkpoints (the label journal's streams
+            first, then the most recently written); the others come back when their
+            data comes.""", 4),
         "inbound_queue_length": Setting(Interval(int, 1, 1_000_000), """
             Inbound messages received and waiting for the worker (1 to 1000000). When the
             queue is full the gateway stops reading from the broker, so TCP pushes back
@@ -165,7 +176,7 @@ _SERVICE: dict[str, Section] = {
         service.""", _limits()),
     "labels": Section("""
         Pending label requests (features kept from prediction time, waiting for an
-        answer).""", {
+        answer), and how answers arrive.""", {
         "capacity": feed(Pipeline, "pending_capacity", Interval(int, 1, 10_000_000),
                           "most pending at once; when full the oldest is evicted"),
         "ttl_seconds": feed(Pipeline, "label_ttl_s", Interval(float, 0.001, 365 * 86_400),
@@ -175,6 +186,18 @@ _SERVICE: dict[str, Section] = {
             Closed request ids remembered to tell duplicate or late answers from forged
             ones (omit for the default: the same as capacity).""",
             optional=True, example=1024),
+        "own_session": Setting(Boolean(), """
+            true: label answers come on their own MQTT session (client id
+            <client_id>-answers), so a flood of answers fills that session's queue on
+            the broker, never the data's, and the worker takes answers after the data
+            waiting. false: one session for data and answers, as before (no rate limit
+            then).""", True),
+        "max_answers_per_second": Setting(Interval(float, 0, 1_000_000), """
+            Most label answers a second per stream (bursts of one second's worth; 0: no
+            limit); beyond it an answer that matches no pending request is dropped
+            before the pipeline sees it, counted "label_rate_limited" (an answer to a
+            pending request always goes on; only on the answers' own session).""",
+                                          100.0),
     }),
     "recorder": Section("""
         Raw message log (see firmware_bridge/wire/logfile.py for the format), for
@@ -295,6 +318,11 @@ _SERVICE_AFTER_SINKS: dict[str, Section] = {
             written to the file at once (a killed process loses none); the fsync, which
             costs an SD card a whole block write, is what a power cut waits for:
             labels of the last few seconds may be lost to one.""", 5.0),
+        "max_bytes": Setting(Interval(int, 0, 1 << 40), """
+            Most bytes of checkpoint files in the directory (0: no limit). Beyond it the
+            checkpoints of streams not served now (idle, or not restored) are deleted,
+            the least recently written first, counted "checkpoints_deleted"; those of
+            the streams served are never deleted.""", 64 << 20),
     }),
     "learner": Section("""
         The learner every new stream gets: a kind of this package, a plug-in's (the
@@ -448,7 +476,7 @@ def load_config(
 
     >>> config, errors = load_config(None, {"mqtt.port": 70000, "gateway.idd": "x"})
     >>> config is None, errors
-    (True, ['[gateway] unknown key idd (known: id, max_streams, stream_pattern, inbound_queue_length, status_interval_seconds, reject_log_interval_seconds)', "The 'port' parameter of [mqtt] must be an int in [1, 65535]. Got 70000."])
+    (True, ['[gateway] unknown key idd (known: id, max_streams, stream_pattern, idle_stream_seconds, reserved_stream_slots, inbound_queue_length, status_interval_seconds, reject_log_interval_seconds)', "The 'port' parameter of [mqtt] must be an int in [1, 65535]. Got 70000."])
     """
     where = "" if path is None else os.fspath(path)
     raw: dict[str, Any] = {}

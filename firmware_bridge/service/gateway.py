@@ -32,27 +32,26 @@ import collections
 import logging
 import math
 import os
-import platform
 import threading
 import time
 from typing import Any
 
-import paho.mqtt
-
-import edgelearn
-
+from .admission import StreamAdmission
+from .answers import ANSWER_QUEUE_LENGTH, ANSWERS_PER_TURN, AnswerRateLimit
 from .checkpoints import CheckpointStore
 from .clocks import CLOCK_STEP_S, WallClockWatch
 from .refusals import DEGRADED_HOLD_S, PublishRefusals
 from .journal import JOURNAL_NAME, LabelJournal, replay
 from .pending_store import keep_pending, restore_pending
+from .request_log import open_request_log
 from .config import GatewayConfig
 from .counters import CounterRegistry
 from .mqtt import InboundMessage, MqttBridge
 from ..pipeline import RateLimitedLog
-from ..wire import encode_status
+from ..wire import bounded_unpackb, encode_status
 from .sinks import EVENTS, make_sinks
 from .sinks.routing import fan_out, sink_routes
+from .status_message import status_message
 from .systemd import SystemdNotifier
 
 __all__ = ["TICK_SECONDS", "Gateway", "NORMAL_PIPELINE_COUNTERS"]
@@ -80,8 +79,9 @@ NORMAL_PIPELINE_COUNTERS = frozenset({
 })
 """The pipeline's counters that count work, not problems (every other one, a reject
 reason or an expired label, is a problem ``edgelearn status`` shows when not zero)."""
-_PROBLEM_BRIDGE_COUNTERS = ("disconnects", "out_disconnects", "connect_failures",
-                            "subscribe_failures", "redelivery_expected", "publish_dropped")
+_PROBLEM_BRIDGE_COUNTERS = ("disconnects", "out_disconnects", "answer_disconnects",
+                            "connect_failures", "subscribe_failures", "redelivery_expected",
+                            "publish_dropped")
 
 
 class Gateway:
@@ -137,20 +137,18 @@ class Gateway:
         self.checkpoints: CheckpointStore | None = None
         self.journal: LabelJournal | None = None
         self.checkpoint_failures: dict[str, Exception] = {}
+        self.admission: StreamAdmission | None = None
         if config.checkpoint_dir:
             self.checkpoints = CheckpointStore(config.checkpoint_dir)
-            self.checkpoints.restore(self.pipeline)
-            if not self.checkpoints.clean_start:
-                # A crash: readings after these checkpoints were processed and
-                # acknowledged, so a gap counted from their last seq would be false.
-                for stream in self.checkpoints.report["restored"]:
-                    self.pipeline.forget_last_seq(stream)
+            # Restores the checkpoints (slots left free), reclaims idle streams' slots.
+            self.admission = StreamAdmission(config, self.pipeline, self.checkpoints,
+                                             self.registry, self._save_stream, clock)
             self.registry.register(
                 "checkpoints", lambda: {"checkpoint_bytes": self.checkpoints.bytes_written},
                 docs={"checkpoint_bytes": "bytes of checkpoints written"})
             # Before the journal's first checkpoint round, which writes labels.pending.
             self.checkpoints.report["pending_labels"] = restore_pending(
-                config.checkpoint_dir, self.pipeline, logger)
+                config.checkpoint_dir, self.pipeline, logger, self.checkpoints.has)
         if config.journal_enabled:
             self._open_journal()
         self.recorder = config.make_recorder()
@@ -169,7 +167,15 @@ class Gateway:
         # The per-message path calls the one outbound sink directly (the MQTT outputs).
         self._on_outbound = outbound[0] if len(outbound) == 1 else fan_out(outbound)
         self._last_checkpoint = self._started  # monotonic
-        subscriptions = config.topics.inbound_filters() + tuple(self._sink_topics)
+        # Label answers on their own session, rate-limited (firmware_bridge.service.answers).
+        self.answer_limit = AnswerRateLimit(
+            config["labels.max_answers_per_second"] or math.inf, clock, self._log,
+            self.pipeline.labels.__contains__, bounded_unpackb(config.limits))
+        self.registry.register("answers", self.answer_limit.counters,
+                               problems=("label_rate_limited",))
+        answer_filters = (config.topics.filter("label"),) if config["labels.own_session"] else ()
+        subscriptions = tuple(f for f in config.topics.inbound_filters()
+                              if f not in answer_filters) + tuple(self._sink_topics)
         self.bridge = MqttBridge(
             config.mqtt,
             subscriptions,
@@ -180,6 +186,10 @@ class Gateway:
             on_connection_change=self._mark_status_changed,
             clock=clock,
             on_publish_refused=self.refusals.refused,
+            answer_filters=answer_filters,
+            answer_capacity=ANSWER_QUEUE_LENGTH,
+            admit_answer=(self.answer_limit.admit if config["labels.max_answers_per_second"]
+                          else None),
         )
         self.registry.register("bridge", self.bridge.counters,
                                problems=_PROBLEM_BRIDGE_COUNTERS, gauges=("outgoing_pending",))
@@ -228,8 +238,15 @@ class Gateway:
                                     config["checkpoints.journal_fsync_seconds"])
         self.registry.register("journal", self.journal.counters, problems=("journal_dropped",))
         self.checkpoint()  # the replayed streams; truncates the journal when all are written
+        self.admission.trim()  # the journal's streams beyond the restore limit, now saved
         self.pipeline.on_learn = self._journal_lesson
         self.pipeline.on_learn_batch = self._journal_lessons
+        # Pending label requests kept across a crash too (service/request_log.py).
+        self.requests = open_request_log(config.checkpoint_dir, self.pipeline.labels,
+                                         self.checkpoints, self.journal.fsync_interval_s,
+                                         self._journal_layout, logger)
+        self.registry.register("requests", self.requests.counters,
+                               problems=("request_log_errors",))
 
     def _journal_lesson(self, stream: str, n: int, slots: Any, z: Any, y: Any) -> None:
         """Pipeline.on_learn: the lesson goes to the journal before its message is
@@ -260,13 +277,18 @@ class Gateway:
             # The slots refer to channels the last checkpoint does not map (a new
             # stream or channel): checkpoint the stream first, or a replay could not
             # tell which channel a slot meant.
-            exc = self.checkpoints.save(self.pipeline, stream)
-            if exc is None:
-                self._checkpoints_written.inc()
-            else:
-                self._checkpoint_errors.inc()
-                self._log.warning("checkpoint_error", "stream %r: %s", stream, exc)
+            self._save_stream(stream)
         return layout
+
+    def _save_stream(self, stream: str) -> bool:
+        """Write ``stream``'s checkpoint now (counted); whether it was written."""
+        exc = self.checkpoints.save(self.pipeline, stream)
+        if exc is not None:
+            self._checkpoint_errors.inc()
+            self._log.warning("checkpoint_error", "stream %r: %s", stream, exc)
+        else:
+            self._checkpoints_written.inc()
+        return exc is None
 
     def checkpoint(self, final: bool = False) -> int:
         """Write the checkpoint of every stream that changed since its last one (and,
@@ -297,45 +319,25 @@ class Gateway:
         self._status_changed = True
 
     def memory(self) -> dict[str, int]:
-        """The fixed memory budget: the pipeline's, the inbound queue's and paho's
-        outgoing queue's, in bytes."""
+        """The fixed memory budget: the pipeline's, the inbound and answer queues' and
+        paho's outgoing queue's, in bytes."""
         memory = self.pipeline.memory()
         config = self.config
         memory["inbound_queue"] = config.inbound_queue_length * (
             config.limits.max_payload_bytes + 1 + _QUEUED_MESSAGE_OVERHEAD
         )
+        answers = self.bridge.answer_capacity if self.bridge.answer_filters else 0
+        memory["answer_queue"] = answers * (config.limits.max_payload_bytes + 1
+                                            + _QUEUED_MESSAGE_OVERHEAD)
         memory["outgoing_queue"] = config.mqtt.max_queued_messages * _OUTGOING_MESSAGE_BYTES
-        memory["total"] += memory["inbound_queue"] + memory["outgoing_queue"]
+        memory["total"] += (memory["inbound_queue"] + memory["answer_queue"]
+                            + memory["outgoing_queue"])
         return memory
 
     def status(self, state: str = "online") -> dict[str, Any]:
-        """The status message: state, versions, counters, streams, memory, checkpoints."""
-        pipeline_status = self.pipeline.status()
-        counters = self.registry.collect()
-        return {
-            "state": state,
-            "gateway": self.config.gateway_id,
-            "pid": os.getpid(),
-            "time": time.time(),
-            "started_at": self.started_at,
-            "uptime_s": self.uptime_s(),
-            "checkpoint_age_s": self.checkpoint_age_s(),
-            "connected": self.bridge.connected,
-            "health": "degraded" if self.refusals.degraded_by() else "ok",
-            "degraded_by": self.refusals.degraded_by(),
-            "version": {
-                "edgelearn": edgelearn.__version__,
-                "paho_mqtt": paho.mqtt.__version__,
-                "python": platform.python_version(),
-            },
-            "learner": pipeline_status["learner"],
-            "queue": {"length": len(self.bridge.inbound), "capacity": self.bridge.queue_capacity},
-            "counters": counters,
-            "counter_problems": sorted(self.registry.problems(counters)),
-            "streams": pipeline_status["streams"],
-            "memory": self.memory(),
-            "checkpoints": self.checkpoint_report,
-        }
+        """The status message: state, versions, counters, streams, memory, checkpoints
+        (:func:`~firmware_bridge.service.status_message.status_message`)."""
+        return status_message(self, state)
 
     def publish_status(self, state: str = "online") -> Any:
         """The status message, to every sink that takes it (the MQTT outputs' retained
@@ -509,6 +511,9 @@ class Gateway:
         bridge = self.bridge
         bridge.poll(timeout)
         self._process_queued()
+        answers = bridge.answers  # after the data queued, a few at a time
+        for _ in range(min(len(answers), ANSWERS_PER_TURN)):
+            self._process(answers.popleft())
         self._release_acks()
         bridge.flush()
 
@@ -536,6 +541,8 @@ class Gateway:
                 self.publish_status("online")
         for sink in self._tick_sinks:
             sink.tick(now)
+        if self.admission is not None:
+            self.admission.tick(now)
         journal = self.journal
         if now >= self._next_checkpoint or (journal is not None and journal.wants_checkpoint):
             self._next_checkpoint = now + self.config.checkpoint_interval_s
@@ -543,6 +550,7 @@ class Gateway:
         if journal is not None:
             try:
                 journal.sync(now)
+                self.requests.sync(now)
             except OSError as exc:
                 self._journal_errors.inc()
                 self._log.warning("journal_error", "fsync: %s", exc)
@@ -555,7 +563,7 @@ class Gateway:
                 self._log.warning("recorder_error", "%s", exc)
 
     def _idle_timeout(self) -> float:
-        if self.bridge.inbound and self.bridge.outgoing_room() > 0:
+        if (self.bridge.inbound and self.bridge.outgoing_room() > 0) or self.bridge.answers:
             return 0.0
         return min(TICK_SECONDS, max(0.0, self._next_housekeeping - self._clock()))
 
@@ -586,9 +594,9 @@ class Gateway:
         logger.info("stopping: finishing %d queued message(s)", len(bridge.inbound))
         bridge.pause_intake()
         deadline = self._clock() + _STOP_DRAIN_S
-        while (bridge.inbound or self._unacked) and self._clock() < deadline:
+        while (bridge.inbound or bridge.answers or self._unacked) and self._clock() < deadline:
             self._turn(0.01)
-        left = len(bridge.inbound) + len(self._unacked)
+        left = len(bridge.inbound) + len(bridge.answers) + len(self._unacked)
         if left:
             logger.warning("%d message(s) left unacknowledged; the broker delivers them "
                            "again at the next start", left)
@@ -659,6 +667,7 @@ class Gateway:
                 logger.error("closing the recorder failed: %s", exc)
         if self.journal is not None:
             self.journal.close()
+            self.requests.close()
         for sink in self.sinks:
             sink.close()
         self.notifier.close()

@@ -8,7 +8,8 @@ is received, processed, published and acknowledged by one thread, with no hand-o
 between threads under the GIL and no wake-up per packet; it is what makes the gateway
 fast on a two-core board.
 
-The **inbound** connection receives data and label answers:
+The **inbound** connection receives data (and label answers, without an answers
+connection):
 
 * **persistent session**: a fixed client id and no clean start (MQTT 5: clean start
   off and a session expiry interval; MQTT 3.1.1: ``clean_session=False``), so the
@@ -31,6 +32,17 @@ The **inbound** connection receives data and label answers:
   queued, they are dropped at the reconnect if the broker resumed the session (it
   redelivers them; counted as ``redelivery_expected``), and otherwise processed
   but not acknowledged.
+
+The **answers** connection (client id ``<client_id>-answers``, when the bridge is given
+``answer_filters``: ``[labels] own_session``) receives label answers alone, as the
+inbound one does data (persistent session, subscriptions in on_connect, manual acks),
+into its own bounded ``answers`` deque (``answer_capacity``, also its Receive
+Maximum). So a flood of answers fills the broker's queue of that session, never the
+data session's, and the worker takes answers only after the data queued
+(``firmware_bridge.service.answers``). ``admit_answer(topic, payload)``, called as each answer
+arrives, may refuse it (a per-stream rate limit): a refused answer is acknowledged at
+once and not queued. The inbound session unsubscribes from those filters at each
+connection (a resumed session may hold the subscription of an older gateway).
 
 The **outbound** connection (client id ``<client_id>-out``, clean session) publishes
 predictions, label requests and the status, and carries the retained last will.
@@ -63,11 +75,9 @@ from __future__ import annotations
 
 import collections
 import logging
-import os
 import select
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import paho.mqtt.client as paho
@@ -76,78 +86,21 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+# Defined there since they moved; exported here as before.
+from .broker_tools import PROTOCOLS, MqttSettings, parse_broker, read_retained
+
 __all__ = ["PROTOCOLS", "MqttSettings", "InboundMessage", "MqttBridge", "parse_broker",
            "read_retained"]
 
 logger = logging.getLogger("firmware_bridge.mqtt")
 _paho_logger = logging.getLogger("firmware_bridge.mqtt.paho")
 
-PROTOCOLS = {"MQTTv5": paho.MQTTv5, "MQTTv311": paho.MQTTv311}
-
 # The largest Receive Maximum MQTT 5 allows.
 _MAX_RECEIVE_MAXIMUM = 65535
 _OUTBOUND_SUFFIX = "-out"
+_ANSWERS_SUFFIX = "-answers"
 # loop_misc (keepalive pings and their timeout) runs at least this often.
 _MISC_INTERVAL_S = 0.5
-
-
-def parse_broker(text: str) -> tuple[str, int]:
-    """``"HOST:PORT"`` (an IPv6 address in brackets) as ``(host, port)``; a
-    ``ValueError`` that says what is wrong otherwise.
-
-    >>> parse_broker("[::1]:1883"), parse_broker("gw.local:8883")
-    (('::1', 1883), ('gw.local', 8883))
-    >>> parse_broker("localhost")
-    Traceback (most recent call last):
-    ...
-    ValueError: must be HOST:PORT with PORT in [1, 65535], got 'localhost'
-    """
-    host, sep, port = text.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise ValueError(f"must be HOST:PORT with PORT in [1, 65535], got {text!r}")
-    return host, int(port)
-
-
-@dataclass(frozen=True)
-class MqttSettings:
-    """Everything the clients need to connect; validated by the gateway's config loader.
-
-    ``brokers`` are further ``(host, port)`` addresses of the same broker cluster: after
-    a failed connection attempt a link tries the next address (``host:port`` first).
-
-    ``password`` is the secret itself (read from the configured file), never logged.
-    ``max_queued_messages`` caps paho's outgoing queue (0: no cap);
-    ``max_inflight_messages`` is how many outgoing QoS>0 messages may await their ack.
-    """
-
-    host: str = "localhost"
-    port: int = 1883
-    brokers: tuple[tuple[str, int], ...] = ()
-    protocol: str = "MQTTv5"
-    client_id: str = "edgelearn-gw1"
-    keepalive_seconds: int = 60
-    clean_start: bool = False
-    session_expiry_seconds: int = 86400
-    reconnect_min_delay_seconds: int = 1
-    reconnect_max_delay_seconds: int = 5
-    username: str = ""
-    password: str | None = None
-    subscribe_qos: int = 1
-    max_queued_messages: int = 4096
-    max_inflight_messages: int = 20
-    tls_enabled: bool = False
-    ca_file: str = ""
-    cert_file: str = ""
-    key_file: str = ""
-
-    def __repr__(self) -> str:
-        # Keeps the password out of logs and tracebacks.
-        fields = ", ".join(
-            f"{name}={'***' if name == 'password' and value else value!r}"
-            for name, value in vars(self).items()
-        )
-        return f"MqttSettings({fields})"
 
 
 class InboundMessage(NamedTuple):
@@ -216,10 +169,17 @@ class MqttBridge:
         on_connection_change: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         on_publish_refused: Callable[[str, Any], None] | None = None,
+        answer_filters: tuple[str, ...] = (),
+        answer_capacity: int = 256,
+        admit_answer: Callable[[str, bytes], bool] | None = None,
     ):
         self.settings = settings
         self.subscriptions = tuple(subscriptions)
         self.inbound: collections.deque[InboundMessage] = collections.deque()
+        self.answers: collections.deque[InboundMessage] = collections.deque()
+        self.answer_filters = tuple(answer_filters)
+        self.answer_capacity = answer_capacity
+        self._admit_answer = admit_answer
         self.queue_capacity = queue_capacity
         self._max_payload_bytes = max_payload_bytes
         self._on_connection_change = on_connection_change
@@ -232,6 +192,10 @@ class MqttBridge:
         self._window = settings.max_inflight_messages
         self._next_misc = 0.0
         self.session = 0  # inbound connections made so far; stamps each message
+        self.answer_session = 0  # answers connections so far; stamps answers (negated)
+        self.answer_connects = 0
+        self.answer_disconnects = 0
+        self.answers_received = 0  # answers that arrived, admitted or not
         self.connects = 0
         self.disconnects = 0
         self.out_connects = 0
@@ -262,8 +226,17 @@ class MqttBridge:
             out.on_publish = self._on_out_publish
         self._out = _Link("outbound", out, min_delay)
         self._links = (self._in, self._out)
-        self._set_address(self._in, persistent=True)
-        self._set_address(self._out, persistent=False)
+        self._answer: _Link | None = None
+        if self.answer_filters:
+            answer = self._client(settings.client_id + _ANSWERS_SUFFIX, persistent=True)
+            answer.on_connect = self._on_answer_connect
+            answer.on_disconnect = self._on_answer_disconnect
+            answer.on_subscribe = self._on_subscribe
+            answer.on_message = self._on_answer
+            self._answer = _Link("answers", answer, min_delay)
+            self._links += (self._answer,)
+        for link in self._links:
+            self._set_address(link, persistent=link is not self._out)
 
     # -- set-up ------------------------------------------------------------------
 
@@ -303,7 +276,8 @@ class MqttBridge:
             if persistent and not s.clean_start:
                 properties.SessionExpiryInterval = s.session_expiry_seconds
             if persistent:
-                properties.ReceiveMaximum = max(1, min(self.queue_capacity, _MAX_RECEIVE_MAXIMUM))
+                window = self.queue_capacity if link is self._in else self.answer_capacity
+                properties.ReceiveMaximum = max(1, min(window, _MAX_RECEIVE_MAXIMUM))
         host, port = self.addresses[link.address]
         link.client.connect_async(
             host,
@@ -344,6 +318,11 @@ class MqttBridge:
             readable.append(in_sock)
         if out_sock is not None:
             readable.append(out_sock)
+        answer_sock = self._answer.client.socket() if self._answer is not None else None
+        reading_answers = (answer_sock is not None and self._accepting
+                           and len(self.answers) < self.answer_capacity)
+        if reading_answers:
+            readable.append(answer_sock)
         writable = [
             link.client.socket() for link in self._links
             if link.client.socket() is not None and link.client.want_write()
@@ -366,6 +345,8 @@ class MqttBridge:
             self._read_inbound()
         if out_sock is not None and (out_sock in ready_r or _tls_pending(out_sock)):
             self._out.client.loop_read()
+        if reading_answers and (answer_sock in ready_r or _tls_pending(answer_sock)):
+            self._read_answers()
         if ready_w:
             self.flush()
         now = self._clock()
@@ -389,7 +370,7 @@ class MqttBridge:
             failed = self._where(link)
             if len(self.addresses) > 1:  # the next node of the cluster
                 link.address = (link.address + 1) % len(self.addresses)
-                self._set_address(link, persistent=link is self._in)
+                self._set_address(link, persistent=link is not self._out)
             logger.warning(
                 "%s connection to %s failed (%s); next attempt (%s) in %d s",
                 link.name, failed, exc, self._where(link), link.next_attempt - now,
@@ -413,6 +394,15 @@ class MqttBridge:
         for _ in range(self._room()):
             before = len(inbound)
             if client.loop_read() != MQTTErrorCode.MQTT_ERR_SUCCESS or len(inbound) == before:
+                return
+
+    def _read_answers(self) -> None:
+        # As _read_inbound; an answer admit_answer refused counts as read too.
+        client = self._answer.client
+        for _ in range(self.answer_capacity - len(self.answers)):
+            before = self.answers_received
+            if client.loop_read() != MQTTErrorCode.MQTT_ERR_SUCCESS or (
+                    self.answers_received == before):
                 return
 
     def _room(self) -> int:
@@ -452,15 +442,9 @@ class MqttBridge:
             # The broker kept the session: it sends these again, with new packet ids.
             self.redelivery_expected += len(self.inbound)
             self.inbound.clear()
-        qos = self.settings.subscribe_qos
-        if self._v5:
-            topics = [(f, SubscribeOptions(qos=qos)) for f in self.subscriptions]
-        else:
-            topics = [(f, qos) for f in self.subscriptions]
-        result, _ = client.subscribe(topics)
-        if result != MQTTErrorCode.MQTT_ERR_SUCCESS:
-            self.subscribe_failures += 1
-            logger.error("subscribing to %s failed: %s", self.subscriptions, result)
+        if self.answer_filters:  # the answers have their own session now
+            client.unsubscribe(list(self.answer_filters))
+        self._subscribe(client, self.subscriptions)
         logger.info(
             "connected to %s (%s, session %s)",
             self._where(self._in),
@@ -468,6 +452,18 @@ class MqttBridge:
             "resumed" if self.session_present else "new",
         )
         self._connected(self._in)
+
+    def _on_answer_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        if reason_code.is_failure:
+            self._refused(self._answer, reason_code)
+            return
+        self.answer_connects += 1
+        self.answer_session += 1
+        if flags.session_present and self.answers:
+            self.redelivery_expected += len(self.answers)  # as _on_connect's
+            self.answers.clear()
+        self._subscribe(client, self.answer_filters)
+        self._connected(self._answer)
 
     def _on_out_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
@@ -502,6 +498,21 @@ class MqttBridge:
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         if self._lost(self._in, reason_code):
             self.disconnects += 1
+
+    def _subscribe(self, client: paho.Client, filters: tuple[str, ...]) -> None:
+        qos = self.settings.subscribe_qos
+        if self._v5:
+            topics = [(f, SubscribeOptions(qos=qos)) for f in filters]
+        else:
+            topics = [(f, qos) for f in filters]
+        result, _ = client.subscribe(topics)
+        if result != MQTTErrorCode.MQTT_ERR_SUCCESS:
+            self.subscribe_failures += 1
+            logger.error("subscribing to %s failed: %s", filters, result)
+
+    def _on_answer_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        if self._lost(self._answer, reason_code):
+            self.answer_disconnects += 1
 
     def _on_out_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         if self._lost(self._out, reason_code):
@@ -541,6 +552,22 @@ class MqttBridge:
             InboundMessage(topic, payload, time.time(), message.mid, message.qos, self.session)
         )
 
+    def _on_answer(self, client, userdata, message) -> None:
+        self.answers_received += 1
+        try:
+            topic = message.topic
+        except UnicodeDecodeError:
+            topic = ""
+        payload = message.payload
+        if len(payload) > self._max_payload_bytes:
+            payload = payload[: self._max_payload_bytes + 1]
+        if self._admit_answer is not None and not self._admit_answer(topic, payload):
+            if message.qos:  # refused (counted by admit_answer): done with it
+                client.ack(message.mid, message.qos)
+            return
+        self.answers.append(InboundMessage(topic, payload, time.time(), message.mid,
+                                           message.qos, -self.answer_session))
+
     def _changed(self) -> None:
         if self._on_connection_change is not None:
             self._on_connection_change()
@@ -550,7 +577,8 @@ class MqttBridge:
     @property
     def connected(self) -> bool:
         """Whether both connections are up."""
-        return self._in.connected and self._out.connected
+        return self._in.connected and self._out.connected and (
+            self._answer is None or self._answer.connected)
 
     @property
     def can_publish(self) -> bool:
@@ -588,9 +616,11 @@ class MqttBridge:
         """Acknowledge a processed message (written by the next :meth:`flush`); returns
         False, doing nothing, for QoS 0 and for a message of an earlier connection,
         whose packet id means nothing on this one."""
-        if not message.qos or message.session != self.session or not self._in.connected:
+        link, session = (self._in, self.session) if message.session >= 0 else (
+            self._answer, -self.answer_session)  # an answer's session is negated
+        if not message.qos or message.session != session or not link.connected:
             return False
-        self._in.client.ack(message.mid, message.qos)
+        link.client.ack(message.mid, message.qos)
         return True
 
     def pause_intake(self) -> None:
@@ -606,7 +636,7 @@ class MqttBridge:
             client = link.client
             if client.socket() is None:
                 continue
-            if self._v5 and link is self._in and not self.settings.clean_start:
+            if self._v5 and link is not self._out and not self.settings.clean_start:
                 # Keep the session: a DISCONNECT may set the expiry; say the same again.
                 properties = Properties(PacketTypes.DISCONNECT)
                 properties.SessionExpiryInterval = self.settings.session_expiry_seconds
@@ -632,6 +662,8 @@ class MqttBridge:
             "disconnects": self.disconnects,
             "out_connects": self.out_connects,
             "out_disconnects": self.out_disconnects,
+            "answer_connects": self.answer_connects,
+            "answer_disconnects": self.answer_disconnects,
             "connect_attempts": self.connect_attempts,
             "connect_failures": self.connect_failures,
             "subscribe_failures": self.subscribe_failures,
@@ -639,49 +671,6 @@ class MqttBridge:
             "publish_dropped": self.publish_dropped,
             "outgoing_pending": self.outgoing_pending(),
         }
-
-
-def read_retained(settings: MqttSettings, topic: str, timeout: float) -> bytes | None:
-    """The retained message on ``topic`` (``None`` if none arrives within ``timeout``
-    seconds), read by a short-lived client with ``settings``' broker, TLS and
-    credentials. Raises ``ConnectionError`` if the broker refuses or cannot be reached.
-    """
-    client = paho.Client(
-        callback_api_version=paho.CallbackAPIVersion.VERSION2,
-        client_id=f"{settings.client_id}-status-{os.getpid()}",
-        protocol=PROTOCOLS[settings.protocol],
-    )
-    if settings.username:
-        client.username_pw_set(settings.username, settings.password)
-    if settings.tls_enabled:
-        client.tls_set(ca_certs=settings.ca_file or None, certfile=settings.cert_file or None,
-                       keyfile=settings.key_file or None)
-    received: list[bytes] = []
-    refused: list[str] = []
-
-    def on_connect(client, userdata, flags, reason_code, properties):
-        if reason_code.is_failure:
-            refused.append(str(reason_code))
-        else:
-            client.subscribe(topic, qos=1)
-
-    client.on_connect = on_connect
-    client.on_message = lambda client, userdata, message: received.append(message.payload)
-    try:
-        client.connect(settings.host, settings.port, keepalive=max(5, int(timeout) + 5))
-    except (OSError, ValueError) as exc:
-        raise ConnectionError(f"cannot reach {settings.host}:{settings.port}: {exc}") from None
-    deadline = time.monotonic() + timeout
-    try:
-        while not received and not refused and time.monotonic() < deadline:
-            if client.loop(0.1) != MQTTErrorCode.MQTT_ERR_SUCCESS and not received:
-                refused.append("the connection was closed")
-    finally:
-        client.disconnect()
-    if refused:
-        raise ConnectionError(
-            f"{settings.host}:{settings.port} refused the connection: {refused[0]}")
-    return received[0] if received else None
 
 
 def _paho_tables(client: paho.Client) -> tuple[Any, Any]:

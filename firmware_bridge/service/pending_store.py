@@ -102,9 +102,12 @@ def load_pending(path: str) -> tuple[float, list[tuple], list[tuple]]:
     return float(saved_at), pending, [tuple(c) for c in closed]
 
 
-def restore_pending(directory: str, pipeline: Any, log: Any) -> dict[str, Any]:
+def restore_pending(directory: str, pipeline: Any, log: Any,
+                    on_disk: Any = lambda stream: False) -> dict[str, Any]:
     """Restore ``labels.pending`` of ``directory`` into ``pipeline``'s label table (its
-    streams are restored already); the report for the status' ``checkpoints``."""
+    streams are restored already; ``on_disk(stream)``: whether a stream not restored
+    has a checkpoint, which brings it back when an answer comes); the report for the
+    status' ``checkpoints``."""
     path = os.path.join(directory, PENDING_NAME)
     report: dict[str, Any] = {"restored": 0, "expired": 0, "evicted": 0, "problem": None}
     if not os.path.exists(path):
@@ -120,7 +123,8 @@ def restore_pending(directory: str, pipeline: Any, log: Any) -> dict[str, Any]:
             os.remove(path)  # taken (or unusable): a later start must not take it again
         except OSError:
             pass
-    gone = {row[1] for row in pending} - set(pipeline.streams)
+    gone = {stream for stream in {row[1] for row in pending} - set(pipeline.streams)
+            if not on_disk(stream)}
     report.update(pipeline.labels.restore(pending, closed, gone, time.time() - saved_at))
     log.info("label requests: %d pending request(s) of the last run restored, %d expired "
              "while the gateway was away or with their stream, %d evicted",
