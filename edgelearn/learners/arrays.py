@@ -218,7 +218,8 @@ def run_indexed(targets, rows: RowsPass, carried: float, run: Callable) -> tuple
         row, done, carried, resume = run(code_class, len(targets.labels), start, resume, carried)
         if done:
             return carried, states
-        code = int(codes[row])
-        code_class[code] = targets.index(labels[code])
+        targets.index(labels[int(codes[row])])
+        # every code of a label equal to it (1 and True are one class) is known now
+        code_class[:len(labels)] = [targets.find(y) for y in labels]
         states.append((row, targets.to_state()))
         start = row
