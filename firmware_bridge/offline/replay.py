@@ -299,8 +299,20 @@ class _BulkReplay:
                 continue
             tally.batches += int(np.count_nonzero(decoded.kind[recs] == REC_BATCH))
             counts = decoded.count[recs]
-            readings = _ranges(decoded.first[recs], counts)
-            pairs = _ranges(decoded.pair_first[readings], decoded.pair_count[readings])
+            readings = pairs = None
+            if len(unique) == 1:
+                # One stream's run of records: the decoder wrote their readings, and
+                # those readings' pairs, one after the other, so slices (views) take
+                # them without gathering every pair.
+                r0, r1 = int(decoded.first[a]), int(decoded.first[b - 1] + decoded.count[b - 1])
+                if r1 - r0 == int(counts.sum()) and r1 > r0:
+                    p0 = int(decoded.pair_first[r0])
+                    p1 = int(decoded.pair_first[r1 - 1] + decoded.pair_count[r1 - 1])
+                    if p1 - p0 == int(decoded.pair_count[r0:r1].sum()):
+                        readings, pairs = slice(r0, r1), slice(p0, p1)
+            if readings is None:
+                readings = _ranges(decoded.first[recs], counts)
+                pairs = _ranges(decoded.pair_first[readings], decoded.pair_count[readings])
             self._keep(name, (decoded.seq[readings], decoded.ts[readings], decoded.label[readings],
                               np.repeat(received[recs], counts), decoded.pair_count[readings],
                               decoded.pair_name[pairs], decoded.pair_value[pairs]))

@@ -24,7 +24,7 @@ from edgelearn.learners.base import BinaryTargets
 from ..wire import encode_label_request
 from ..wire.bulk_decode import FastDecoder
 from . import multiclass_rows
-from .kernels.rows import first_rows, sequence
+from .kernels.rows import first_rows, rows_matrix, sequence
 from .tally import Outbound
 
 # The pipeline is passed in (pipeline.core imports this module through batches.py);
@@ -155,8 +155,7 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
     names = [decoder.names.values[c] for c in columns.tolist()]
     position = np.full(len(decoder.names), -1, dtype=np.int64)
     position[columns] = np.arange(columns.shape[0])
-    X = np.full((n, len(names)), np.nan)
-    X[np.repeat(np.arange(n), count), position[pair_name]] = pair_value
+    X = rows_matrix(count, pair_name, pair_value, position, len(names))
 
     multiclass = model.task == "multiclass"
     if multiclass:
