@@ -378,8 +378,15 @@ def _reading(
             if kind != K_MAP or n_ch > max_channels:
                 return REC_PYTHON, p, 0
             for _ in range(n_ch):
-                kind, nlen, _, _, p = _head(buf, p, end, bits)
-                if kind != K_STR or nlen > max_name or p + nlen > end:
+                b = buf[p] if p < end else 0
+                if 0xA0 <= b <= 0xBF:  # a short name (fixstr), the usual case, read inline
+                    nlen = np.int64(b & 0x1F)
+                    p += 1
+                else:
+                    kind, nlen, _, _, p = _head(buf, p, end, bits)
+                    if kind != K_STR:
+                        return REC_PYTHON, p, 0
+                if nlen > max_name or p + nlen > end:
                     return REC_PYTHON, p, 0
                 name = table_find(n_keys, n_vals, n_pool, n_off, n_len, buf, p, p + nlen)
                 if name < 0:
@@ -389,6 +396,19 @@ def _reading(
                     return REC_PYTHON, p, 0  # a bad name, or one named twice
                 mark[name] = stamp
                 p += nlen
+                if p + 9 <= end and buf[p] == 0xCB:  # a float64, the usual value, read inline
+                    v = np.int64(0)
+                    for j in range(1, 9):
+                        v = (v << 8) | np.int64(buf[p + j])
+                    bits[0] = v
+                    fval = bits.view(np.float64)[0]
+                    p += 9
+                    if not np.isfinite(fval):
+                        return REC_PYTHON, p, 0  # NaN, inf: Python
+                    p_name[pc + k] = name
+                    p_val[pc + k] = fval
+                    k += 1
+                    continue
                 kind, _, ival, fval, p = _head(buf, p, end, bits)
                 if kind == K_INT and -EXACT_INT <= ival <= EXACT_INT:
                     value = np.float64(ival)
