@@ -19,7 +19,8 @@ def _log_records(seed: int, n: int = 3000, label_kind: str = "str") -> list[LogR
     answers, and a fourth stream beyond max_streams."""
     rng = np.random.default_rng(seed)
     pos, neg, third = {"str": ("occupied", "empty", "maybe"), "bool": (True, False, "maybe"),
-                       "int": (1, 0, 7)}[label_kind]
+                       "int": (1, 0, 7), "many": ("hot", "cold", "warm"),
+                       "more": ("hot", "cold", "warm")}[label_kind]
     records = []
     t = 0.0
     seqs = {}
@@ -43,8 +44,12 @@ def _log_records(seed: int, n: int = 3000, label_kind: str = "str") -> list[LogR
         r = rng.random()
         if r < 0.7:
             y = pos if base[0] + 0.5 * base[1] > 0 else neg
+            if label_kind in ("many", "more") and abs(base[0]) < 0.3:
+                y = third
         elif r < 0.71:
-            y = third
+            y = third if label_kind not in ("many", "more") else {"hot": True}
+        elif r < 0.73 and label_kind == "more" and i > n // 2:
+            y = "mild"  # a fourth label, once the three classes are known
         payload = encode_data(t, seq, channels, y)
         if i % 97 == 5:  # a batch of readings (one of them bad now and then)
             more = [(t + 0.1 * k, seq + k, channels, y) for k in range(1, 4)]
@@ -166,3 +171,34 @@ def test_other_learners_say_they_run_per_message():
                         limits=Limits(max_channels=16))
     result = replay_records(pipeline, records)
     assert all(p.startswith("per-message: pa has no jitted") for p in result["paths"].values())
+
+
+@pytest.mark.parametrize("kind", ["paacds", "active_arow"])
+@pytest.mark.parametrize(("seed", "policy", "chunk", "labels"), [
+    (0, "from_data", 65_536, "many"), (1, "all", 65_536, "many"), (2, "from_data", 97, "more"),
+    (3, "all", 97, "more"),
+])
+def test_jitted_multiclass_log_replay_equals_the_live_pipeline(seed, policy, chunk, labels, kind):
+    # Three classes, a multi-label map now and then (unusable); with "more" a fourth
+    # label in the second half, when the classes are full (unusable): chunks with it
+    # that the learner could still take (or its metrics refuse) run per message.
+    records = _log_records(seed, label_kind=labels)
+    live = _pipeline(policy, kind, n_classes=3)
+    bulk = _pipeline(policy, kind, n_classes=3)
+    ran = replay_records(live, records, jit=False, keep_predictions=True)
+    jitted = replay_records(bulk, records, keep_predictions=True, chunk=chunk)
+    assert len(jitted["paths"]) == 3
+    if labels == "many":
+        assert set(jitted["paths"].values()) == {"jitted"}
+    else:
+        assert "jitted" in jitted["paths"].values()
+    c = bulk.counters()
+    assert c["unusable_label"] > 0 and c["learned"] > 0
+    for name in live.streams:
+        a, b = ran["outputs"][name], jitted["outputs"][name]
+        assert a["ask"] == b["ask"]
+        assert [(type(v), v) for v in a["y"]] == [(type(v), v) for v in b["y"]]
+        assert np.array_equal(np.array(a["score"]), np.array(b["score"]))
+    _assert_same(live, bulk)
+    for name in live.streams:
+        assert live.metrics(name).labels == bulk.metrics(name).labels

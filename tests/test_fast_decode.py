@@ -252,6 +252,9 @@ def fnv1a_reference(data: bytes) -> int:
 def test_crc32_and_fnv1a_match_their_references(data):
     buf = np.frombuffer(data, dtype=np.uint8)
     assert k.crc32(buf, 0, len(data)) == zlib.crc32(data)
+    for start in (1, 5):  # eight bytes a step from any offset, the rest one by one
+        if start <= len(data):
+            assert k.crc32(buf, start, len(data)) == zlib.crc32(data[start:])
     assert k.fnv1a(buf, 0, len(data)) == fnv1a_reference(data)
 
 

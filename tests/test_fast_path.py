@@ -321,3 +321,100 @@ def test_pipeline_costs_a_bounded_multiple_of_a_bare_decode_and_encode():
     # About 8x on the development machine (it was 20x before the fast path); the
     # bound is generous for a loaded CI machine, tight enough to catch the full path.
     assert ratio < 16, ratio
+
+
+# --- the jitted row loops (log replay, batch pass) against decide_one and learn ----------
+
+
+def _rows(n: int, seed: int, n_labels: int):
+    """A stream's rows: 6 channels a quarter missing, two more that appear mid-stream
+    (beyond the learner's capacity, so slots are recycled), labels on about 60% of
+    the rows drawn from ``n_labels`` labels (more than a learner of 3 classes holds)."""
+    rng = np.random.default_rng(seed)
+    names = [f"c{j}" for j in range(6)] + ["late", "later"]
+    X = rng.normal(size=(n, len(names))) + np.arange(len(names))
+    X[rng.random(X.shape) < 0.25] = np.nan
+    X[: n // 3, 6] = np.nan  # "late" appears a third of the way in
+    X[: 2 * n // 3, 7] = np.nan
+    X[n // 2: n // 2 + 120, 0] = np.nan  # c0 away long enough to lose its slot
+    labels = ["a", "b", "c", "d", "e"][:n_labels]
+    score = X[:, 1] - X[:, 2]
+    code = np.digitize(np.nan_to_num(score), np.linspace(-2, 2, n_labels - 1)).astype(float)
+    code[rng.random(n) < 0.4] = -1.0
+    return X, names, code, labels
+
+
+def _per_message(model, X, names, codes, labels, learn_if_asked):
+    """What the pipeline does reading by reading: decide_one, then learn a label the
+    learner can take when it is to be learned."""
+    out = {"pred": [], "margin": [], "asked": [], "usable": [], "feat": []}
+    for i in range(X.shape[0]):
+        x = {name: float(v) for name, v in zip(names, X[i]) if math.isfinite(v)}
+        d = model.decide_one(x)
+        out["pred"].append(d.label)
+        out["margin"].append(d.score)
+        out["asked"].append(d.ask)
+        out["feat"].append((d.slots.copy(), d.z.copy()))
+        c = int(codes[i])
+        usable = c >= 0 and model.targets.accepts(labels[c])
+        out["usable"].append(usable)
+        if usable and (d.ask or not learn_if_asked):
+            model.learn(d.slots, d.z, labels[c])
+    return out
+
+
+@pytest.mark.parametrize("kind", ["paacds", "active_arow"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("target, learn_if_asked", [(0.2, True), (None, False), (0.3, False)])
+def test_jitted_row_loop_is_decide_one_and_learn_bit_for_bit(kind, n_classes, target, learn_if_asked):
+    from edgelearn import make_learner
+    from edgelearn.learners.arrays import RowsPass
+
+    params = {"capacity": 6, "evict_after": 60, "n_classes": n_classes,
+              "target_query_rate": target, "seed": 5}
+    n_labels = 2 if n_classes == 2 else 5
+    X, names, codes, labels = _rows(900, seed=n_classes, n_labels=n_labels)
+    reference, jitted = make_learner(kind, params), make_learner(kind, params)
+    expected = _per_message(reference, X, names, codes, labels, learn_if_asked)
+    # Two passes, as a replay's chunks: the state carries over.
+    half = X.shape[0] // 2
+    got = [jitted.run_rows(RowsPass(X[a:b], names, codes[a:b], labels, learn_if_asked, True))
+           for a, b in ((0, half), (half, X.shape[0]))]
+    pred = np.concatenate([g.pred for g in got])
+    margins = np.concatenate([g.margins for g in got])
+    asked = np.concatenate([g.asked for g in got])
+    assert asked.tolist() == expected["asked"]
+    assert margins.tobytes() == np.array(expected["margin"]).tobytes()
+    assert 0 < asked.sum() < len(asked) or target is None
+    # predictions in the user's labels, with the labels the learner knew at that row
+    decoded = []
+    for g, offset in zip(got, (0, half)):
+        for i, p in enumerate(g.pred.tolist()):
+            state = [s for r, s in g.label_states if r < i][-1]
+            if n_classes == 2:
+                from edgelearn.learners.targets import BinaryTargets
+                t = BinaryTargets("x")
+                t.load(state)
+                decoded.append(t.decode(p > 0) if t.labels else t.neutral())
+            else:
+                decoded.append(state[p] if p >= 0 and state else None)
+    assert decoded == expected["pred"]
+    if n_classes > 2:
+        usable = np.concatenate([g.usable for g in got])
+        assert usable.tolist() == expected["usable"]
+        assert not all(expected["usable"][i] for i in np.flatnonzero(codes >= 0))  # some refused
+    feats = [(g.feat_slots[i, :g.feat_k[i]], g.feat_z[i, :g.feat_k[i]]) for g in got
+             for i in range(len(g.pred))]
+    for (sa, za), (sb, zb) in zip(feats, expected["feat"]):
+        assert sa.tolist() == sb.tolist() and za.tobytes() == zb.tobytes()
+    a, b = reference.to_state(), jitted.to_state()
+    assert a["learned"]["targets"] == b["learned"]["targets"]
+    for name, array in a["learned"].items():
+        if isinstance(array, np.ndarray):
+            assert array.tobytes() == b["learned"][name].tobytes(), name
+        else:
+            assert array == b["learned"][name], name
+    for name, array in a["channels"].items():
+        if isinstance(array, np.ndarray):
+            assert array.tobytes() == b["channels"][name].tobytes(), name
+    assert reference.channels.n_evicted > 0

@@ -13,7 +13,7 @@ from firmware_bridge.pipeline import Pipeline
 from firmware_bridge.wire import Limits, encode_batch, encode_data, encode_label
 
 
-def _traffic(seed: int, n: int = 400):
+def _traffic(seed: int, n: int = 400, fourth: str | None = None):
     """Batches of two streams with channels that come and go, labels now and then
     (a third label too), NaN values, gaps, single readings, and label answers."""
     rng = np.random.default_rng(seed)
@@ -31,6 +31,8 @@ def _traffic(seed: int, n: int = 400):
                 channels["c1"] = math.nan
             r = rng.random()
             y = None if r < 0.8 else ("occupied" if base[0] > 0 else "empty") if r < 0.98 else "maybe"
+            if fourth is not None and y == "maybe" and i > n // 2 and rng.random() < 0.5:
+                y = fourth  # a multiclass learner of 3 classes: one label too many
             readings.append((float(i), seqs[stream], channels, y))
             seqs[stream] += 1 if rng.random() > 0.02 else 3
         payload = encode_batch(readings) if len(readings) > 1 or rng.random() < 0.5 else encode_data(*readings[0])
@@ -50,23 +52,24 @@ def _normalized(outputs, issued):
     return out
 
 
-def _pipelines(policy: str, kind: str = "paacds"):
-    params = {"capacity": 6, "evict_after": 40, "target_query_rate": 0.3, "seed": 5}
+def _pipelines(policy: str, kind: str = "paacds", n_classes: int = 2):
+    params = {"capacity": 6, "evict_after": 40, "target_query_rate": 0.3, "seed": 5,
+              "n_classes": n_classes}
     jitted = Pipeline(kind, params, label_policy=policy, limits=Limits(max_channels=16))
     plain = Pipeline(kind, params, label_policy=policy, limits=Limits(max_channels=16))
     plain.batch_path = None
     return jitted, plain
 
 
-def _run(policy: str, seed: int, journal: bool = False, kind: str = "paacds"):
-    jitted, plain = _pipelines(policy, kind)
+def _run(policy: str, seed: int, journal: bool = False, kind: str = "paacds", n_classes: int = 2):
+    jitted, plain = _pipelines(policy, kind, n_classes)
     lessons = {id(jitted): [], id(plain): []}
     if journal:
         for p in (jitted, plain):
             p.on_learn = lambda stream, n, slots, z, y, into=lessons[id(p)]: into.append(
                 (stream, n, slots.tolist(), z.tobytes(), y))
     issued = {id(jitted): [], id(plain): []}
-    for kind, a, b in _traffic(seed):
+    for kind, a, b in _traffic(seed, fourth=None if n_classes == 2 else "mild"):
         got = []
         for p in (jitted, plain):
             if kind == "data":
@@ -103,6 +106,22 @@ def test_jitted_batches_answer_as_reading_by_reading(policy, seed, kind):
     assert c["seq_missing"] > 0 and any(s["channels_evicted"] for s in jitted.status()["streams"].values())
     if policy == "request":
         assert c["label_requests"] > 0 and c["label_answered"] > 0
+    assert len(jitted.batch_path.decoder().names) > 0  # the jitted path ran
+
+
+@pytest.mark.parametrize("kind", ["paacds", "active_arow"])
+@pytest.mark.parametrize(("policy", "seed"), [("request", 0), ("from_data", 2), ("all", 3)])
+def test_jitted_multiclass_batches_answer_as_reading_by_reading(policy, seed, kind):
+    # Three classes; a fourth label late in the traffic is unusable once they are full.
+    jitted, plain = _run(policy, seed, journal=True, kind=kind, n_classes=3)
+    _assert_same_state(jitted, plain)
+    c = jitted.counters()
+    assert c["batches"] > 0 and c["learned"] > 0 and c["unusable_label"] > 0
+    if policy == "request":
+        assert c["label_requests"] > 0 and c["label_answered"] > 0
+    for name in jitted.streams:
+        assert jitted.learner(name).classes == plain.learner(name).classes
+        assert jitted.metrics(name).labels == plain.metrics(name).labels
     assert len(jitted.batch_path.decoder().names) > 0  # the jitted path ran
 
 

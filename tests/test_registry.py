@@ -48,11 +48,11 @@ def test_the_older_supports_flags_still_declare_tasks():
 def test_capabilities_are_refined_by_the_instance():
     binary, multiclass = edgelearn.PAACDS(), edgelearn.PAACDS(n_classes=3)
     assert binary.can("decide_learn") and binary.can("log_loop") and binary.can("array_loop")
-    assert not multiclass.can("decide_learn") and not multiclass.can("log_loop")
-    assert multiclass.can("array_loop")
-    # ActiveAROW's jitted log loop and batch pass are binary
-    for capability in ("log_loop", "batch_pass"):
-        assert edgelearn.ActiveAROW().can(capability) and not edgelearn.ActiveAROW(n_classes=3).can(capability)
+    assert not multiclass.can("decide_learn")
+    assert multiclass.can("array_loop") and multiclass.can("log_loop") and multiclass.can("merge")
+    # Both kinds' jitted log loop, batch pass and merge serve both tasks
+    for capability in ("log_loop", "batch_pass", "merge"):
+        assert edgelearn.ActiveAROW().can(capability) and edgelearn.ActiveAROW(n_classes=3).can(capability)
     assert not edgelearn.ActiveAROW(target_query_rate=None).can("label_rate")
     assert edgelearn.ActiveAROW(target_query_rate=0.1).can("label_rate")
 

@@ -156,6 +156,17 @@ def draw_query(u, threshold, power, rng_state):
 
 
 @jit
+def query(u, threshold, power, rng_state, target, gain):
+    """One reading's query on its normalized margin ``u``: :func:`draw_query`, then the
+    budget's decision and the threshold's step
+    (:func:`~edgelearn.kernels.rate_control.budgeted_query`; ``target`` 0: no budget).
+    What ``ActiveAROW._ask`` and the multiclass log loop both call:
+    ``(asked, threshold)``."""
+    return budgeted_query(draw_query(u, threshold, power, rng_state), threshold, rng_state,
+                          target, gain, THRESHOLD_MIN, THRESHOLD_MAX)
+
+
+@jit
 def adapt_threshold(threshold, wanted, target, gain):
     """Multiplicative level control of the query rule: ``threshold *= exp(gain
     (target - wanted))``, so the rule wants ``target`` of the readings in the long

@@ -20,6 +20,7 @@ there) with its own label handling:
 from . import arow as ak
 from . import paacds as pk
 from ._jit import jit
+from .channels import observe_standardize
 from .replay import N_ASSIGNED, N_EVICTED, T, forget_evicted, gather_row, observe_score_dense, remap
 
 # What the loop returns as its second value.
@@ -163,5 +164,163 @@ def arow_binary_log_loop(
         asked_out[i] = ask
         if (ask or not active_learning) and c >= 0 and sign == 0.0:
             return i, NEED_SIGN, threshold, k * (1 + bin_freq.shape[1])
+        i += 1
+    return n, DONE, threshold, 0
+
+
+# What the multiclass loops return as their second value when they stop at a row
+# whose label the learner has not met: the caller registers it with the learner's
+# targets (``targets.index``, what ``learn`` does), sets its ``code_class`` and calls
+# again with ``resume`` (the row's features are kept as for NEED_SIGN).
+NEED_CLASS = 2
+
+
+@jit
+def usable_label(c, code_class, n_known, n_rows):
+    """Whether a row whose label code is ``c`` (-1: none) can be taken now: a class
+    the learner knows, or a new one while it has room (``targets.accepts``)."""
+    return c >= 0 and (code_class[c] >= 0 or n_known < n_rows)
+
+
+@jit
+def paacds_multiclass_log_loop(
+    X, codes, code_class, start, resume_k, active_learning, n_known,
+    col_slot, slot_col, changed, counters,
+    count, mean, var, last_seen, forget, eps, z_max, evict_after,
+    W, b, active, h, h_n, h_mean, h_var, h_forget, k0, rng_state, delta,
+    target, gain, C, variant_i, learn_intercept, lam, B, max_weights,
+    idx_buf, score_buf, col_key, tie_key, scores, slots, vals,
+    pred, margin_out, asked_out, usable_out, feat_k, feat_slots, feat_z,
+):
+    """Multiclass PAACDS over rows ``start..`` of X, as ``decide_one`` then ``learn``
+    run it reading by reading: per row :func:`gather_row` (the model forgets recycled
+    slots), ``paacds.decide`` (the kernel of ``decide_one``) with the ``n_known``
+    classes the learner knows, then, if the row's label is taken (``usable_out``:
+    :func:`usable_label`) and learned (asked, or always without ``active_learning``),
+    ``paacds.learn_multiclass`` and ``paacds.sparsify`` if it moved (``learn``).
+    ``codes`` per row the label's code (-1: none), ``code_class`` per code the
+    learner's class index (-1: not met yet).
+
+    Returns ``(row, status, delta, k)``: DONE, or NEED_CLASS at row ``row`` (its
+    ``k`` features in ``slots``/``vals``; call again with ``start=row, resume_k=k``
+    and ``n_known`` counting the new class). ``pred`` is the class index (-1: the
+    learner knew none), ``feat_*`` as in :func:`paacds_binary_log_loop`."""
+    n = X.shape[0]
+    n_rows = W.shape[0]
+    evicted_before = counters[N_EVICTED]
+    assigned_before = -1
+    mapped_evictions = -1
+    i = start
+    if resume_k >= 0:
+        k = resume_k
+        if pk.learn_multiclass(slots, vals, k, code_class[int(codes[i])], n_known, W, b, active, h,
+                               C, variant_i, learn_intercept, scores):
+            pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+        i += 1
+    while i < n:
+        k = gather_row(
+            X, i, col_slot, slot_col, changed, slots, vals, counters,
+            count, mean, var, last_seen, evict_after,
+        )
+        if counters[N_EVICTED] != evicted_before:
+            evicted_before = counters[N_EVICTED]
+            forget_evicted(slots, k, changed, W, active, h, h_n, h_mean, h_var)
+        if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
+            assigned_before = counters[N_ASSIGNED]
+            mapped_evictions = counters[N_EVICTED]
+            remap(False, col_slot, slot_col, assigned_before, col_key, tie_key)
+        best, margin, ask, delta = pk.decide(
+            slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps, z_max,
+            W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
+            n_known, delta, rng_state, True, target, gain,
+        )
+        counters[T] += 1
+        if feat_k.shape[0] == n:
+            feat_k[i] = k
+            for j in range(k):
+                feat_slots[i, j] = slots[j]
+                feat_z[i, j] = vals[j]
+        pred[i] = best
+        margin_out[i] = margin
+        asked_out[i] = ask
+        c = int(codes[i])
+        usable = usable_label(c, code_class, n_known, n_rows)
+        usable_out[i] = usable
+        if usable and (ask or not active_learning):
+            if code_class[c] < 0:
+                return i, NEED_CLASS, delta, k
+            if pk.learn_multiclass(slots, vals, k, code_class[c], n_known, W, b, active, h,
+                                   C, variant_i, learn_intercept, scores):
+                pk.sparsify(W, active, h, tie_key, counters[N_ASSIGNED], lam, B, max_weights, idx_buf, score_buf)
+        i += 1
+    return n, DONE, delta, 0
+
+
+@jit
+def arow_multiclass_log_loop(
+    X, codes, code_class, start, resume_n, active_learning, n_known,
+    col_slot, slot_col, changed, counters,
+    count, mean, var, last_seen, forget, eps, z_max, evict_after,
+    edges, bin_freq, capacity, feature_slots, feature_z,
+    W, S, b, Sb, out_m, out_v, r, floor, power, prior_var, rng_state, threshold, target, gain,
+    slots, vals, pred, margin_out, asked_out, usable_out, feat_k, feat_slots, feat_z,
+):
+    """Multiclass ActiveAROW over rows ``start..`` of X, as ``decide_one`` then
+    ``learn`` run it reading by reading, with the same kernels in the same order:
+    :func:`gather_row` (the model forgets recycled slots: ``arow.forget_slot``,
+    ``arow.forget_bins``), ``channels.observe_standardize``, ``arow.count_bins``,
+    ``arow.expand``, ``arow.scores``, ``arow.confidence`` and ``arow.best_two`` of the
+    ``n_known`` classes, ``arow.query``; then, for a label taken and learned (as in
+    :func:`paacds_multiclass_log_loop`), ``arow.learn_multiclass`` on the same
+    features. Returns ``(row, status, threshold, n)``: DONE, or NEED_CLASS at row
+    ``row`` with its ``n`` model features in ``feature_slots``/``feature_z`` (call
+    again with ``start=row, resume_n=n`` and ``n_known`` counting the new class)."""
+    n = X.shape[0]
+    n_rows = W.shape[0]
+    evicted_before = counters[N_EVICTED]
+    i = start
+    if resume_n >= 0:
+        ak.learn_multiclass(feature_slots, feature_z, resume_n, code_class[int(codes[i])], n_known,
+                            W, S, b, Sb, r, floor)
+        i += 1
+    while i < n:
+        k = gather_row(
+            X, i, col_slot, slot_col, changed, slots, vals, counters,
+            count, mean, var, last_seen, evict_after,
+        )
+        if counters[N_EVICTED] != evicted_before:
+            evicted_before = counters[N_EVICTED]
+            for j in range(k):
+                if changed[slots[j]] == 2:
+                    ak.forget_slot(slots[j], W, S, prior_var)
+                    ak.forget_bins(slots[j], bin_freq, capacity, W, S, prior_var)
+                    changed[slots[j]] = 1
+        observe_standardize(slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps,
+                            z_max, True)
+        counters[T] += 1
+        ak.count_bins(slots, vals, k, edges, bin_freq, count, forget)
+        n_features = ak.expand(slots, vals, k, edges, bin_freq, capacity, feature_slots, feature_z)
+        ak.scores(feature_slots, feature_z, n_features, W, S, b, Sb, out_m, out_v)
+        margin, u = ak.confidence(out_m, out_v, n_known, False)
+        best = -1
+        if n_known > 0:
+            best, _ = ak.best_two(out_m, n_known)
+        ask, threshold = ak.query(u, threshold, power, rng_state, target, gain)
+        if feat_k.shape[0] == n:
+            feat_k[i] = k
+            for j in range(k):
+                feat_slots[i, j] = slots[j]
+                feat_z[i, j] = vals[j]
+        pred[i] = best
+        margin_out[i] = margin
+        asked_out[i] = ask
+        c = int(codes[i])
+        usable = usable_label(c, code_class, n_known, n_rows)
+        usable_out[i] = usable
+        if usable and (ask or not active_learning):
+            if code_class[c] < 0:
+                return i, NEED_CLASS, threshold, n_features
+            ak.learn_multiclass(feature_slots, feature_z, n_features, code_class[c], n_known,
+                                W, S, b, Sb, r, floor)
         i += 1
     return n, DONE, threshold, 0

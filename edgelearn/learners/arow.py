@@ -11,8 +11,8 @@ import numpy as np
 
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
-from ..kernels.rate_control import budgeted_query, new_query_state, widened
-from .arrays import RowsPass, RowsResult, row_buffers, run_signed
+from ..kernels.rate_control import new_query_state, widened
+from .arrays import RowsPass, RowsResult, row_buffers, run_indexed, run_signed
 from .base import Decision, Learner, softmax_proba
 from .budget import HeldBudget
 from .mergeable import Mergeable
@@ -283,12 +283,6 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         space.advance()
         return margin, asked, learned
 
-    def can(self, capability: str) -> bool:
-        # The jitted log loop and batch pass are binary (kernels/log_replay.py).
-        if capability in ("log_loop", "batch_pass") and not self.binary:
-            return False
-        return super().can(capability)
-
     def run_rows(self, rows: RowsPass) -> RowsResult:
         """A binary stream's rows through one jitted loop (the ``"log_loop"`` and
         ``"batch_pass"`` capabilities), with the predictions, queries, learning and final state of
@@ -299,6 +293,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         :meth:`learn` would, and the loop goes on from that row."""
         from ..kernels import log_replay as loop
 
+        if not self.binary:
+            return self._run_rows_multiclass(rows)
         X, names = rows.X, rows.names
         space = self.channels
         col_slot, slot_col, changed, counters = space.column_map(names)
@@ -323,6 +319,36 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         self._current_threshold = float(threshold)
         space.take_column_map(names, slot_col, changed, counters)
         return out.result(states)
+
+    def _run_rows_multiclass(self, rows: RowsPass) -> RowsResult:
+        # run_rows of a multiclass learner: kernels/log_replay.arow_multiclass_log_loop.
+        from ..kernels import log_replay as loop
+
+        X, names = rows.X, rows.names
+        space = self.channels
+        col_slot, slot_col, changed, counters = space.column_map(names)
+        out = row_buffers(rows)
+        usable = np.zeros(X.shape[0], dtype=np.bool_)
+        target = 0.0 if self.target_query_rate is None else float(self.target_query_rate)
+
+        def run(code_class, n_known, start, resume_n, threshold):
+            row, status, threshold, n_features = loop.arow_multiclass_log_loop(
+                X, rows.codes, code_class, start, resume_n, rows.learn_if_asked, n_known,
+                col_slot, slot_col, changed, counters,
+                space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+                space.z_max, space.evict_after,
+                self._edges, self.bin_freq, self.capacity, self._feature_slots, self._feature_z,
+                self.W, self.S, self.b, self.Sb, self._m, self._v, self._r, self._floor,
+                float(self.query_power), _PRIOR_VAR, self.rng_state, threshold, target,
+                float(self.budget_gain), out.slots, out.vals, out.pred, out.margins, out.asked,
+                usable, out.feat_k, out.feat_slots, out.feat_z,
+            )
+            return row, status == loop.DONE, threshold, n_features
+
+        threshold, states = run_indexed(self.targets, rows, self._current_threshold, run)
+        self._current_threshold = float(threshold)
+        space.take_column_map(names, slot_col, changed, counters)
+        return out.result(states, usable)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the
@@ -367,11 +393,10 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
 
     def _ask(self, margin: float) -> bool:
         # The rule reads the normalized margin _score left, not the raw one.
-        wanted = K.draw_query(self._u, self._current_threshold, float(self.query_power), self.rng_state)
         target = self.target_query_rate
-        asked, threshold = budgeted_query(wanted, self._current_threshold, self.rng_state,
-                                          0.0 if target is None else float(target), float(self.budget_gain),
-                                          K.THRESHOLD_MIN, K.THRESHOLD_MAX)
+        asked, threshold = K.query(self._u, self._current_threshold, float(self.query_power),
+                                   self.rng_state, 0.0 if target is None else float(target),
+                                   float(self.budget_gain))
         self._current_threshold = float(threshold)
         return bool(asked)
 

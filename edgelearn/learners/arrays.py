@@ -133,6 +133,9 @@ class RowsResult(NamedTuple):
     feat_slots: np.ndarray
     feat_z: np.ndarray
     label_states: list
+    #: Multiclass: per row whether its label could be taken (a class the learner
+    #: knew, or a new one while it had room); None for a binary learner.
+    usable: np.ndarray | None = None
 
 
 def feature_buffers(n: int, width: int, keep: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -157,9 +160,9 @@ class RowBuffers(NamedTuple):
     feat_slots: np.ndarray
     feat_z: np.ndarray
 
-    def result(self, label_states: list) -> RowsResult:
+    def result(self, label_states: list, usable: np.ndarray | None = None) -> RowsResult:
         return RowsResult(self.pred, self.margins, self.asked, self.feat_k, self.feat_slots,
-                          self.feat_z, label_states)
+                          self.feat_z, label_states, usable)
 
 
 def row_buffers(rows: RowsPass) -> RowBuffers:
@@ -195,5 +198,28 @@ def run_signed(targets, rows: RowsPass, carried: float, run: Callable) -> tuple[
             return carried, states
         code = int(codes[row])
         code_sign[code] = targets.sign(labels[code])
+        states.append((row, targets.to_state()))
+        start = row
+
+
+def run_indexed(targets, rows: RowsPass, carried: float, run: Callable) -> tuple[float, list]:
+    """:func:`run_signed` for a multiclass learner's jitted row loop, which stops at a
+    label the learner has not met yet when it is to learn it: the label is then
+    registered with ``targets`` (``index``, as ``learn`` would) and the loop goes on
+    from that row. ``run(code_class, n_known, start, resume, carried)`` (``code_class``
+    per label code the learner's class index, -1: not met) returns ``(row, done,
+    carried, resume)``. Returns the final ``carried`` and the targets' states as the
+    predictions saw them (``RowsResult.label_states``)."""
+    codes, labels = rows.codes, rows.labels
+    code_class = np.array([targets.find(y) for y in labels] or [-1], dtype=np.int64)
+    states: list[tuple[int, list]] = [(-1, targets.to_state())]
+    start, resume = 0, -1
+    while True:
+        row, done, carried, resume = run(code_class, len(targets.labels), start, resume, carried)
+        if done:
+            return carried, states
+        targets.index(labels[int(codes[row])])
+        # every code of a label equal to it (1 and True are one class) is known now
+        code_class[:len(labels)] = [targets.find(y) for y in labels]
         states.append((row, targets.to_state()))
         start = row

@@ -15,6 +15,7 @@ from .arrays import (
     array_labels,
     row_buffers,
     run_columns,
+    run_indexed,
     run_signed,
     user_predictions,
 )
@@ -244,12 +245,6 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
         code = margin > 0.0 if binary else best  # a zero margin predicts the negative label
         return Decision(self._label_of(code), margin, asked, slots, z)
 
-    def can(self, capability: str) -> bool:
-        # The jitted log loop and batch pass are binary (kernels/log_replay.py).
-        if capability in ("log_loop", "batch_pass") and not self.binary:
-            return False
-        return super().can(capability)
-
     def decide_learn_claimed(self, slots, z, sign: float, only_if_asked: bool):
         """The binary kernel of :meth:`decide_and_learn` on claimed ``(slots, z)`` (z
         standardized in place) and the known label's ``sign`` (+1.0 or -1.0; 0.0:
@@ -307,15 +302,17 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
         return ArrayReplay(user_predictions(self, pred, asked, active, knew_labels), asked, seconds)
 
     def run_rows(self, rows: RowsPass) -> RowsResult:
-        """A stream's rows through one jitted loop (binary PAACDS: the
-        ``"log_loop"`` and ``"batch_pass"`` capabilities), with the predictions,
-        queries, learning and final state of :meth:`decide_one` and :meth:`learn`
-        reading by reading (``kernels/log_replay.py``). A label the learner meets
-        for the first time stops the loop; it is registered with the targets, as
-        :meth:`learn` would, and the loop goes on from that row."""
+        """A stream's rows through one jitted loop (the ``"log_loop"`` and
+        ``"batch_pass"`` capabilities), with the predictions, queries, learning and
+        final state of :meth:`decide_one` and :meth:`learn` reading by reading
+        (``kernels/log_replay.py``). A label the learner meets for the first time
+        stops the loop; it is registered with the targets, as :meth:`learn` would,
+        and the loop goes on from that row."""
         from ..channels import name_key
         from ..kernels import log_replay as loop
 
+        if not self.binary:
+            return self._run_rows_multiclass(rows)
         X, names = rows.X, rows.names
         space = self.channels
         col_slot, slot_col, changed, counters = space.column_map(names)
@@ -344,6 +341,39 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
         self._current_delta = float(delta)
         space.take_column_map(names, slot_col, changed, counters)
         return out.result(states)
+
+    def _run_rows_multiclass(self, rows: RowsPass) -> RowsResult:
+        # run_rows of a multiclass learner: kernels/log_replay.paacds_multiclass_log_loop.
+        from ..channels import name_key
+        from ..kernels import log_replay as loop
+
+        X, names = rows.X, rows.names
+        space = self.channels
+        col_slot, slot_col, changed, counters = space.column_map(names)
+        out = row_buffers(rows)
+        usable = np.zeros(X.shape[0], dtype=np.bool_)
+        col_key = np.array([name_key(c) for c in names], dtype=np.float64)
+        target = 0.0 if self.target_query_rate is None else float(self.target_query_rate)
+
+        def run(code_class, n_known, start, resume_k, delta):
+            row, status, delta, k = loop.paacds_multiclass_log_loop(
+                X, rows.codes, code_class, start, resume_k, rows.learn_if_asked, n_known,
+                col_slot, slot_col, changed, counters,
+                space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+                space.z_max, space.evict_after,
+                self.W, self.b, self.active, self.h, self.h_n, self.h_mean, self.h_var,
+                self._h_forget, _K0, self.rng_state, delta, target, float(self.budget_gain),
+                float(self.C), self._variant_i, self.learn_intercept, self._lam, float(self.B),
+                self._max_weights, self._idx_buf, self._score_buf, col_key, space.name_key,
+                self._scores, out.slots, out.vals, out.pred, out.margins, out.asked, usable,
+                out.feat_k, out.feat_slots, out.feat_z,
+            )
+            return row, status == loop.DONE, delta, k
+
+        delta, states = run_indexed(self.targets, rows, self._current_delta, run)
+        self._current_delta = float(delta)
+        space.take_column_map(names, slot_col, changed, counters)
+        return out.result(states, usable)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the

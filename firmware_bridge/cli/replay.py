@@ -326,8 +326,13 @@ def _print_replay(summary: dict) -> None:
     if summary.get("rejected"):
         detail = ", ".join(f"{k} {v}" for k, v in sorted(summary["rejects"].items()))
         print(f"rejected {summary['rejected']:,} messages ({detail})")
+    # one line per path: a kind that cannot take the jitted path says why once
+    by_path: dict[str, list[str]] = {}
     for name, path in summary.get("paths", {}).items():
-        print(f"stream {name} ran {path}")
+        by_path.setdefault(path, []).append(name)
+    for path, names in by_path.items():
+        print(f"stream {names[0]} ran {path}" if len(names) == 1
+              else f"streams {', '.join(names)} ran {path}")
     for problem in summary.get("corrupt_records", []):
         print(f"corrupt: {problem}")
     print(f"{summary['messages_per_s']:,.0f} messages/s")

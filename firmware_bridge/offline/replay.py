@@ -21,14 +21,14 @@ How:
 2. each stream whose learner has a jitted loop becomes an array (channels to
    columns in an order every message follows, NaN where a channel is absent) and
    a label code per row, and runs the learner's ``run_rows`` (PAACDS's and
-   ActiveAROW's binary loops in :mod:`edgelearn.kernels.log_replay`);
+   ActiveAROW's loops in :mod:`edgelearn.kernels.log_replay`, binary and multiclass);
 3. the stream's counters, sequence accounting and metrics are then filled in from
    the loop's predictions and queries, with the pipeline's own rules, per label
    and per run of rows rather than per row.
 
 Which streams take the jitted loop: those whose learner declares the
-``"log_loop"`` capability (binary PAACDS and ActiveAROW today), under the ``from_data`` and ``all``
-label policies. Every other learner, and a
+``"log_loop"`` capability (PAACDS and ActiveAROW, binary and multiclass, today), under the
+``from_data`` and ``all`` label policies. Every other learner, and a
 stream whose messages list their channels in differing orders (the learner's
 sums run in message order, so an array's column order would change the last
 bits), runs on the per-message path, and the result says so per stream.
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..wire.bulk_decode import REC_BATCH, REC_PYTHON, FastDecoder
-from ..pipeline.rows import run_jitted, run_per_message
+from ..pipeline.rows import rows_fit, run_jitted, run_per_message
 from ..pipeline import Pipeline
 from ..wire import DataBatch, DataMessage, Reject, check_stream_id, parse_message
 from ..wire.logfile import LogError, LogFiles, LogRecord, read_header, read_log
@@ -51,8 +51,8 @@ __all__ = ["JITTED_KINDS", "jitted_path", "replay_records"]
 
 #: Learner kinds with a jitted log loop, and the condition under which it is used
 #: (kept for callers of the older name; the pipeline asks the learner instead).
-JITTED_KINDS = {"paacds": "binary (n_classes=2), label policy from_data or all",
-                "active_arow": "binary (n_classes=2), label policy from_data or all"}
+JITTED_KINDS = {"paacds": "binary or multiclass, label policy from_data or all",
+                "active_arow": "binary or multiclass, label policy from_data or all"}
 
 #: Messages of one stream kept before they are run (memory stays bounded over
 #: a month of logs; the learner's state carries over from chunk to chunk).
@@ -299,8 +299,20 @@ class _BulkReplay:
                 continue
             tally.batches += int(np.count_nonzero(decoded.kind[recs] == REC_BATCH))
             counts = decoded.count[recs]
-            readings = _ranges(decoded.first[recs], counts)
-            pairs = _ranges(decoded.pair_first[readings], decoded.pair_count[readings])
+            readings = pairs = None
+            if len(unique) == 1:
+                # One stream's run of records: the decoder wrote their readings, and
+                # those readings' pairs, one after the other, so slices (views) take
+                # them without gathering every pair.
+                r0, r1 = int(decoded.first[a]), int(decoded.first[b - 1] + decoded.count[b - 1])
+                if r1 - r0 == int(counts.sum()) and r1 > r0:
+                    p0 = int(decoded.pair_first[r0])
+                    p1 = int(decoded.pair_first[r1 - 1] + decoded.pair_count[r1 - 1])
+                    if p1 - p0 == int(decoded.pair_count[r0:r1].sum()):
+                        readings, pairs = slice(r0, r1), slice(p0, p1)
+            if readings is None:
+                readings = _ranges(decoded.first[recs], counts)
+                pairs = _ranges(decoded.pair_first[readings], decoded.pair_count[readings])
             self._keep(name, (decoded.seq[readings], decoded.ts[readings], decoded.label[readings],
                               np.repeat(received[recs], counts), decoded.pair_count[readings],
                               decoded.pair_name[pairs], decoded.pair_value[pairs]))
@@ -388,7 +400,10 @@ class _BulkReplay:
         arrays = rows.arrays()
         stream = self.pipeline.stream_state(name)
         columns = column_order(arrays[5], arrays[4], len(self.decoder.names))
-        if columns.shape[0] or not arrays[5].shape[0]:
+        if not rows_fit(stream, arrays[2], self.decoder):
+            kept = run_per_message(self.pipeline, stream, arrays, self.decoder, self.keep_predictions)
+            path = "per-message: more distinct labels than its metrics hold"
+        elif columns.shape[0] or not arrays[5].shape[0]:
             kept = run_jitted(self.pipeline, stream, arrays, columns, self.decoder, self.keep_predictions)
             path = "jitted"
         else:

@@ -14,7 +14,7 @@ from ..wire import prediction_fields
 from ..wire.bulk_decode import REC_BATCH, FastDecoder
 from ..wire.kernels.pack_predictions import pack_predictions
 from .kernels.rows import column_order
-from .rows import run_pass
+from .rows import rows_fit, run_pass
 from .tally import Outbound
 
 __all__ = ["BatchPath"]
@@ -59,6 +59,8 @@ class BatchPath:
             return None
         columns = column_order(decoded.pair_name, decoded.pair_count, len(decoder.names))
         if not columns.shape[0] and decoded.pair_name.shape[0]:
+            return None
+        if not rows_fit(stream, decoded.label, decoder):
             return None
         seq, ts = decoded.seq, decoded.ts
         arrays = (seq, ts, decoded.label, np.full(seq.shape[0], received_at),
@@ -131,6 +133,8 @@ class BatchPath:
                                    len(decoder.names))
             if not columns.shape[0] and pairs:
                 taken = 0  # the rows disagree on an order: each message alone
+            elif not rows_fit(stream, decoded.label[:rows], decoder):
+                taken = 0  # labels the metrics may refuse: each message alone
         if taken < 2:
             return [pipeline.handle(item[0], item[1], item[2]) for item in items]
         pipeline.tally.messages += taken

@@ -23,14 +23,15 @@ from edgelearn.learners.base import BinaryTargets
 
 from ..wire import encode_label_request
 from ..wire.bulk_decode import FastDecoder
-from .kernels.rows import first_rows, sequence
+from . import multiclass_rows
+from .kernels.rows import first_rows, rows_matrix, sequence
 from .tally import Outbound
 
 # The pipeline is passed in (pipeline.core imports this module through batches.py);
 # this module reads only its public parts.
 Pipeline = Any
 
-__all__ = ["BatchPass", "run_jitted", "run_pass", "run_per_message"]
+__all__ = ["BatchPass", "rows_fit", "run_jitted", "run_pass", "run_per_message"]
 
 
 def _readings(arrays: tuple, decoder: FastDecoder) -> list[tuple]:
@@ -119,6 +120,14 @@ class BatchPass(NamedTuple):
     request_rows: list
 
 
+def rows_fit(stream: Any, label: np.ndarray, decoder: FastDecoder) -> bool:
+    """Whether :func:`run_pass` follows the per-message path on rows with these label
+    ids exactly (a multiclass stream's metrics must have room for every label:
+    :func:`~firmware_bridge.pipeline.multiclass_rows.multiclass_rows_fit`)."""
+    return (stream.learner.task != "multiclass"
+            or multiclass_rows.multiclass_rows_fit(stream, label, decoder))
+
+
 def run_jitted(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray,
                decoder: FastDecoder, keep: bool) -> dict | None:
     """:func:`run_pass`; with ``keep``, return per row the prediction (``"y"``, the
@@ -146,10 +155,13 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
     names = [decoder.names.values[c] for c in columns.tolist()]
     position = np.full(len(decoder.names), -1, dtype=np.int64)
     position[columns] = np.arange(columns.shape[0])
-    X = np.full((n, len(names)), np.nan)
-    X[np.repeat(np.arange(n), count), position[pair_name]] = pair_value
+    X = rows_matrix(count, pair_name, pair_value, position, len(names))
 
-    codes, truth, labels, side_labels = _label_sides(pipeline, stream, label, decoder)
+    multiclass = model.task == "multiclass"
+    if multiclass:
+        codes, labels = multiclass_rows.label_codes(pipeline, stream, label, decoder)
+    else:
+        codes, truth, labels, side_labels = _label_sides(pipeline, stream, label, decoder)
     active_learning = pipeline.label_policy == "from_data"
     requesting = pipeline.label_policy == "request"
     journaling = pipeline.on_learn is not None or pipeline.on_learn_batch is not None
@@ -163,6 +175,8 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
     # Counters, as _handle_data keeps them.
     n_asked = int(asked.sum())
     learn_rows = (asked if active_learning else np.ones(n, dtype=bool)) & (codes >= 0)
+    if multiclass:  # a new label met when the learner's classes were full is not learned
+        learn_rows &= result.usable
     n_learned = int(learn_rows.sum())
     tally.data += n
     tally.predictions += n
@@ -184,8 +198,13 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
         stream.add_sequence_counts(moved.tolist(), tally)
 
     # Scoring, as the task's rules do it, run by run of rows with the same labels.
-    _score_rows(stream, name, pred, truth, side_labels, target_states)
-    label_index, user_labels = _user_predictions(pred, target_states, name)
+    if multiclass:
+        label_index, user_labels = multiclass_rows.user_predictions(pred, model.targets)
+        multiclass_rows.score_rows(pipeline, stream, codes, labels, result.usable, label_index,
+                                   user_labels)
+    else:
+        _score_rows(stream, name, pred, truth, side_labels, target_states)
+        label_index, user_labels = _user_predictions(pred, target_states, name)
     if n:
         stream.last_label = user_labels[int(label_index[-1])]
         stream.last_output = {"seq": int(seqs[-1]), "ts": float(arrays[1][-1]),

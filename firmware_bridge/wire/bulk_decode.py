@@ -279,7 +279,10 @@ class FastDecoder:
         first = np.empty(n, dtype=np.int64)
         count = np.empty(n, dtype=np.int64)
         r_cap = max(n + max_readings, 16)
-        p_cap = max(r_cap * 8, max_readings * limits.max_channels)
+        # A pair takes two bytes or more (a name's header, a value), so half the
+        # payloads' bytes hold every pair: no pass ends FULL and starts over for
+        # pairs (pages of the arrays never written are never touched).
+        p_cap = int(lengths.sum()) // 2 + max_readings * limits.max_channels + 16
         r = [np.empty(r_cap, dtype=np.int64), np.empty(r_cap, dtype=np.float64),
              np.empty(r_cap, dtype=np.int64), np.empty(r_cap, dtype=np.int64),
              np.empty(r_cap, dtype=np.int64)]

@@ -109,3 +109,18 @@ def first_rows(label, n_labels):
             n += 1
     ids = ids[:n]
     return ids, first[ids]
+
+
+@jit
+def rows_matrix(pair_count, pair_name, pair_value, position, n_cols):
+    """The rows as an (n, n_cols) matrix, NaN where a row lacks a channel: row i's
+    ``pair_count[i]`` pairs (channel id ``pair_name``, value ``pair_value``) in turn,
+    each channel in column ``position[id]``."""
+    n = pair_count.shape[0]
+    X = np.full((n, n_cols), np.nan)
+    p = 0
+    for i in range(n):
+        for _ in range(pair_count[i]):
+            X[i, position[pair_name[p]]] = pair_value[p]
+            p += 1
+    return X

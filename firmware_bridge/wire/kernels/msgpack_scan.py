@@ -19,9 +19,15 @@ byte span in ``info``); the caller decodes it once in Python, judges it with
 the protocol's own rules, adds it and calls again from the same record.
 """
 
+import numba
 import numpy as np
 
 from edgelearn.kernels import jit
+
+# The per-byte and per-field helpers are inlined into the kernels at numba's level:
+# a call numba does not inline passes and reference-counts every array argument,
+# which cost more than the work of a channel's name and value (issue 25).
+inline = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 
 # Statuses returned by the kernels.
 DONE, FULL, NEED_TOPIC, NEED_NAME, NEED_LABEL, STOP = 0, 1, 2, 3, 4, 5
@@ -50,16 +56,42 @@ def _crc_table():
 CRC_TABLE = _crc_table()
 
 
-@jit
+def _crc_tables():
+    # Slicing-by-8 (Kounavis & Berry, "A systematic approach to building high
+    # performance software-based CRC generators", ISCC 2005): table k advances a
+    # byte's CRC by k more zero bytes, so eight bytes take one step.
+    tables = np.zeros((8, 256), dtype=np.int64)
+    tables[0] = CRC_TABLE
+    for k in range(1, 8):
+        for n in range(256):
+            c = tables[k - 1, n]
+            tables[k, n] = (c >> 8) ^ CRC_TABLE[c & 0xFF]
+    return tables
+
+
+CRC_TABLES = _crc_tables()
+
+
+@inline
 def crc32(buf, start, end):
-    """``zlib.crc32(buf[start:end])``."""
-    c = 0xFFFFFFFF
-    for i in range(start, end):
-        c = CRC_TABLE[(c ^ buf[i]) & 0xFF] ^ (c >> 8)
+    """``zlib.crc32(buf[start:end])``, eight bytes a step (slicing-by-8): the checks of
+    a log's records were most of its scan at one byte a step."""
+    t = CRC_TABLES
+    c = np.int64(0xFFFFFFFF)
+    i = start
+    while i + 8 <= end:
+        c ^= (np.int64(buf[i]) | (np.int64(buf[i + 1]) << 8) | (np.int64(buf[i + 2]) << 16)
+              | (np.int64(buf[i + 3]) << 24))
+        c = (t[7, c & 0xFF] ^ t[6, (c >> 8) & 0xFF] ^ t[5, (c >> 16) & 0xFF] ^ t[4, c >> 24]
+             ^ t[3, buf[i + 4]] ^ t[2, buf[i + 5]] ^ t[1, buf[i + 6]] ^ t[0, buf[i + 7]])
+        i += 8
+    while i < end:
+        c = t[0, (c ^ buf[i]) & 0xFF] ^ (c >> 8)
+        i += 1
     return c ^ 0xFFFFFFFF
 
 
-@jit
+@inline
 def fnv1a(buf, start, end):
     """FNV-1a (64 bit) of ``buf[start:end]`` as a nonzero int64 (0 marks a free slot)."""
     h = np.uint64(0xCBF29CE484222325)
@@ -70,7 +102,7 @@ def fnv1a(buf, start, end):
     return key if key != 0 else np.int64(1)
 
 
-@jit
+@inline
 def table_find(keys, vals, pool, off, length, src, start, end):
     """The id stored for the bytes ``src[start:end]``, or -1; a hash hit counts only
     if the bytes equal the first occurrence's (``pool[off[id]:off[id] + length[id]]``)."""
@@ -105,7 +137,7 @@ def table_insert(keys, vals, h, ident):
     vals[i] = ident
 
 
-@jit
+@inline
 def _uint(buf, pos, n):
     v = np.int64(0)
     for j in range(n):
@@ -113,7 +145,7 @@ def _uint(buf, pos, n):
     return v
 
 
-@jit
+@inline
 def _head(buf, pos, end, bits):
     """Read one msgpack header at ``pos``: ``(kind, n, ival, fval, next)``.
 
@@ -189,7 +221,7 @@ def _head(buf, pos, end, bits):
     return K_INT, 0, v, 0.0, nxt
 
 
-@jit
+@inline
 def _key(buf, s, n):
     """Which data-message key ``buf[s:s+n]`` is: 1 ts, 2 seq, 3 ch, 4 y, 5 readings, 0 other."""
     if n == 2 and buf[s] == 116 and buf[s + 1] == 115:
@@ -269,7 +301,7 @@ def scan_records(
     return n, pos, DONE
 
 
-@jit
+@inline
 def _label(buf, pos, end, canon, l_keys, l_vals, l_pool, l_off, l_len, bits, info):
     """The label at ``pos``: ``(code, next)``; code -1 for nil, -2 for a label this
     kernel leaves to Python, -3 for one the table lacks (``info`` holds its span
@@ -346,8 +378,15 @@ def _reading(
             if kind != K_MAP or n_ch > max_channels:
                 return REC_PYTHON, p, 0
             for _ in range(n_ch):
-                kind, nlen, _, _, p = _head(buf, p, end, bits)
-                if kind != K_STR or nlen > max_name or p + nlen > end:
+                b = buf[p] if p < end else 0
+                if 0xA0 <= b <= 0xBF:  # a short name (fixstr), the usual case, read inline
+                    nlen = np.int64(b & 0x1F)
+                    p += 1
+                else:
+                    kind, nlen, _, _, p = _head(buf, p, end, bits)
+                    if kind != K_STR:
+                        return REC_PYTHON, p, 0
+                if nlen > max_name or p + nlen > end:
                     return REC_PYTHON, p, 0
                 name = table_find(n_keys, n_vals, n_pool, n_off, n_len, buf, p, p + nlen)
                 if name < 0:
@@ -357,6 +396,19 @@ def _reading(
                     return REC_PYTHON, p, 0  # a bad name, or one named twice
                 mark[name] = stamp
                 p += nlen
+                if p + 9 <= end and buf[p] == 0xCB:  # a float64, the usual value, read inline
+                    v = np.int64(0)
+                    for j in range(1, 9):
+                        v = (v << 8) | np.int64(buf[p + j])
+                    bits[0] = v
+                    fval = bits.view(np.float64)[0]
+                    p += 9
+                    if not np.isfinite(fval):
+                        return REC_PYTHON, p, 0  # NaN, inf: Python
+                    p_name[pc + k] = name
+                    p_val[pc + k] = fval
+                    k += 1
+                    continue
                 kind, _, ival, fval, p = _head(buf, p, end, bits)
                 if kind == K_INT and -EXACT_INT <= ival <= EXACT_INT:
                     value = np.float64(ival)
