@@ -8,3 +8,7 @@ lets LLVM reassociate sums differently in different call sites.
 import numba
 
 jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+#: For the small steps of a hot loop: numba inlines them into its caller before
+#: compiling it, so their array arguments are not reference-counted per call.
+jit_inline = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")

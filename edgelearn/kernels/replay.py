@@ -14,13 +14,13 @@ import numpy as np
 from . import channels as ch
 from . import pa as pa_k
 from . import paacds as pk
-from ._jit import jit
+from ._jit import jit, jit_inline
 
 # Positions in the ``counters`` array shared by every loop.
 T, N_ASSIGNED, N_IGNORED, N_EVICTED = 0, 1, 2, 3
 
 
-@jit
+@jit_inline
 def gather_row(
     X, i, col_slot, slot_col, changed, slots, vals, counters,
     count, mean, var, last_seen, evict_after,
@@ -83,7 +83,7 @@ def n_columns_assigned(col_slot, slot_col, n_assigned):
     return used
 
 
-@jit
+@jit_inline
 def observe_score_dense(
     X, i, slot_col, slots, vals, k, xs, zs, hs, n_slots,
     count, mean, var, last_seen, t, forget, eps, z_max,
