@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba.experimental import structref
 
-from ._jit import jit, jit_inline
+from ._jit import jit, jit_without_refcounts
 from .packed import PackedType
 from .channels import observe_one
 from .rate_control import adapt_level, budgeted_query
@@ -28,7 +28,7 @@ from .rng import next_double
 DELTA_MIN, DELTA_MAX = 1e-3, 1e6
 
 
-@jit_inline
+@jit_without_refcounts
 def shared_share(total, shared, n_shared, k):
     """p_s: the shared slots' share of the instance's information; by count
     if the information sums to 0; 0 for an empty instance."""
@@ -72,7 +72,7 @@ def scores(slots, z, k, W, b, active, h, out):
     return p_s
 
 
-@jit
+@jit_without_refcounts
 def top_two(out, n_known, n_rows):
     """The best known class, and the best other class among the known ones
     plus the next unused row (the stand-in for "a class not seen yet")."""
@@ -109,7 +109,7 @@ def information_one(s, z, h, h_n, h_mean, h_var, forget, k0):
     h[s] = (k0 + n * h_var[s]) / (k0 + n)
 
 
-@jit
+@jit_without_refcounts
 def observe_scores(
     slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
     W, b, active, h, h_n, h_mean, h_var, h_forget, k0, out,
@@ -265,13 +265,13 @@ def decide_learn_model(slots, values, k, t, n_slots, delta, y, only_if_asked, m)
     )
 
 
-@jit_inline
+@jit_without_refcounts
 def draw_query(margin, delta, rng_state):
     """Ask with probability ``delta / (delta + |margin|)``."""
     return next_double(rng_state) < delta / (delta + abs(margin))
 
 
-@jit_inline
+@jit_without_refcounts
 def query(margin, delta, rng_state, target, gain):
     """:func:`draw_query`, then the budget's decision and the step of ``delta``
     (:func:`~edgelearn.kernels.rate_control.budgeted_query`; ``target`` 0: no
@@ -310,7 +310,7 @@ def _step(loss, denom, C, variant_i):
     return min(C, loss / denom)
 
 
-@jit_inline
+@jit_without_refcounts
 def learn_binary(slots, z, k, y, W, b, active, h, C, variant_i, learn_intercept):
     """One PAACDS update for a label ``y`` in {-1, +1}; True if it changed
     the weights.  Shared slots move by ``tau p_s y z``; new slots start at
@@ -354,7 +354,7 @@ def learn_binary(slots, z, k, y, W, b, active, h, C, variant_i, learn_intercept)
     return True
 
 
-@jit
+@jit_without_refcounts
 def learn_multiclass(slots, z, k, y, n_known, W, b, active, h, C, variant_i, learn_intercept, out):
     """Multiclass PA (Crammer et al. 2006) on PAACDS's shared/new split:
     class ``y`` moves toward z, the best-scoring other class ``r`` away.
@@ -395,7 +395,7 @@ def learn_multiclass(slots, z, k, y, n_known, W, b, active, h, C, variant_i, lea
     return True
 
 
-@jit_inline
+@jit_without_refcounts
 def sparsify(W, active, h, tie_key, n_slots, lam, B, max_weights, idx_buf, score_buf):
     """Scale the weights down to an information-weighted L1 budget ``lam``
     (``lam <= 0`` turns scaling off), then keep only the
@@ -465,14 +465,14 @@ def sparsify(W, active, h, tie_key, n_slots, lam, B, max_weights, idx_buf, score
             W[c, i] = W[c, i] if stay else 0.0
 
 
-@jit_inline
+@jit_without_refcounts
 def kth_largest(values, n, kth):
     """The ``kth`` largest of ``values[:n]`` (1-based), by quickselect on a
     scratch copy kept past ``n`` in the same buffer's second half."""
     return kth_largest_at(values, 0, n, kth)
 
 
-@jit_inline
+@jit_without_refcounts
 def kth_largest_at(buf, start, n, kth):
     """:func:`kth_largest` of ``buf[start:start + n]``, its scratch copy in
     ``buf[start + n:start + 2 * n]``. Offsets rather than slices: a slice is a
