@@ -880,8 +880,8 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "",
         "CPU time per message of `Pipeline.handle` in the benchmark's own process (no MQTT; "
         "the least of three passes over "
-        f"{args.count:,} messages after a warm-up): decode, validate, the learner, {learner} "
-        "(observe, predict, decide to ask, learn the label), encode the prediction.",
+        f"{args.count:,} messages after a warm-up): decode, validate, the learner ({learner}: "
+        "observe, predict, decide to ask, learn the label), encode the prediction.",
         "",
         "| path | CPU µs per reading |",
         "|---|---|",
