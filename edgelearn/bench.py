@@ -71,6 +71,7 @@ def replay_throughput(n: int = 1_000_000, d: int = 64, river_n: int = 200_000,
         "river": None,
         "machine": _machine(),
     }
+    out["default"] = _default_learner_rows(X, y, target_query_rate, repeats, seed)
     try:
         from river.linear_model import PAClassifier
     except ImportError:
@@ -101,6 +102,41 @@ def replay_throughput(n: int = 1_000_000, d: int = 64, river_n: int = 200_000,
     out["river_from_array"] = {"n": river_n, "instances_per_s": river_n / seconds}
     out["ratio_from_array"] = best.instances_per_s / out["river_from_array"]["instances_per_s"]
     return out
+
+
+def _default_learner_rows(X, y, target_query_rate: float, repeats: int, seed: int) -> dict:
+    """The default learner (:data:`~edgelearn.learners.DEFAULT_KIND`) on the same rows
+    through its jitted loop over rows (``run_rows``, the ``"log_loop"`` capability:
+    what ``edgelearn replay`` of a log runs), a label learned when the learner asks
+    for it; best of ``repeats`` after a warm-up, timed as ``replay`` times its loop.
+    None for a default learner without that loop."""
+    from .learners import DEFAULT_KIND, make_learner
+    from .learners.arrays import RowsPass
+
+    def fresh():
+        return make_learner(DEFAULT_KIND, {"target_query_rate": target_query_rate, "seed": seed})
+
+    if not fresh().can("log_loop"):
+        return None
+    names = [str(j) for j in range(X.shape[1])]
+    codes = np.asarray(y, dtype=np.int64)  # False -> label 0, True -> label 1
+
+    def run(rows, model):
+        start = time.perf_counter()
+        result = model.run_rows(RowsPass(rows, names, codes[: len(rows)], [False, True],
+                                         learn_if_asked=True, keep_features=False))
+        return time.perf_counter() - start, result
+
+    run(X[:2000], fresh())  # compile
+    runs = [run(X, fresh()) for _ in range(repeats)]
+    seconds, result = min(runs, key=lambda r: r[0])
+    return {
+        "kind": DEFAULT_KIND,
+        "instances_per_s": len(X) / seconds,
+        "runs_instances_per_s": [len(X) / s for s, _ in runs],
+        "accuracy": float(np.mean((result.pred == 1) == np.asarray(y, dtype=bool))),
+        "query_rate": float(result.asked.mean()),
+    }
 
 
 def _rss_bytes() -> int:

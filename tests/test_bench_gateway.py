@@ -41,6 +41,11 @@ def test_the_benchmark_writes_its_whole_page_on_tiny_inputs(tmp_path):
     for heading in ("## Summary", "## The pipeline alone", "## Cost per message",
                     "## Batched readings", "## Latency", "## One instance against two"):
         assert heading in page
+    # The default learner unless --kind says otherwise: the gateway's and the pipeline's.
+    from edgelearn import DEFAULT_KIND
+
+    assert results["pipeline_alone"]["kind"] == DEFAULT_KIND
+    assert f"`{DEFAULT_KIND}` (the default learner) with 64 channel slots" in page
     counters = dict(re.findall(r"(\w+) (\d+)", page.split("Gateway counters")[1]))
     assert counters["predictions"] == counters["data"] and counters["rejected"] == "0"
 

@@ -82,7 +82,7 @@ GATEWAY_CONFIG = (
     '[gateway]\nid = "bench"\nstatus_interval_seconds = 5\nmax_streams = 64\n'
     "[checkpoints]\ninterval_seconds = 600\n"
     '[mqtt]\nmax_inflight_messages = 100\nprotocol = "{protocol}"\n'
-    '[learner]\nkind = "paacds"\n'
+    '[learner]\nkind = "{kind}"\n'
     "[learner.params]\ncapacity = 64\ntarget_query_rate = 0.1\n"
 )
 
@@ -271,10 +271,11 @@ def bare_codec():
     return bare
 
 
-def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
-    """CPU µs per message of the pipeline by itself (no MQTT) on the benchmark's
-    messages; per reading of batches of ``batch``; and of a bare msgpack decode and
-    encode of the same payloads, in this process."""
+def pipeline_alone(count: int, labels: bool, batch: int, kind: str) -> dict:
+    """CPU µs per message of the pipeline by itself (no MQTT) with learners of
+    ``kind`` on the benchmark's messages; per reading of batches of ``batch``; single
+    readings with the other of PAACDS and the default learner; and of a bare msgpack
+    decode and encode of the same payloads, in this process."""
     from firmware_bridge.pipeline import Pipeline
     from firmware_bridge.wire import Limits, encode_batch, encode_data
 
@@ -288,7 +289,7 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
     limits = Limits(max_payload_bytes=max(4096, *map(len, batches)))
     for name, items, per in (("single", payloads, 1), ("batch", batches, batch),
                              ("batch_per_reading", batches, batch)):
-        pipeline = Pipeline("paacds", {"capacity": 64, "target_query_rate": 0.1}, limits=limits)
+        pipeline = Pipeline(kind, {"capacity": 64, "target_query_rate": 0.1}, limits=limits)
         # the batch path reading by reading, as before the jitted batches (the ratio)
         if name == "batch_per_reading":
             pipeline.batch_path = None
@@ -296,19 +297,20 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
         for payload in items[: max(1, len(items) // 10)]:
             handle(topic, payload, 0.0)
         results[name] = cpu_per_item(lambda p: handle(topic, p, 0.0), items) / per
-    # The operator's default learner (what a gateway runs with no kind configured) on
-    # the same single readings: the row that says what the default costs.
+    # The other of PAACDS and the operator's default learner (what a gateway runs with
+    # no kind configured) on the same single readings: what the one costs beside the other.
     from edgelearn import DEFAULT_KIND
 
-    pipeline = Pipeline(DEFAULT_KIND, {"capacity": 64, "target_query_rate": 0.1}, limits=limits)
+    other = "paacds" if kind != "paacds" else DEFAULT_KIND
+    pipeline = Pipeline(other, {"capacity": 64, "target_query_rate": 0.1}, limits=limits)
     handle = pipeline.handle
     for payload in payloads[: max(1, len(payloads) // 10)]:
         handle(topic, payload, 0.0)
-    results["single_default"] = cpu_per_item(lambda p: handle(topic, p, 0.0), payloads)
-    results["default_kind"] = DEFAULT_KIND
+    results["single_other"] = cpu_per_item(lambda p: handle(topic, p, 0.0), payloads)
+    results["kind"], results["other_kind"], results["default_kind"] = kind, other, DEFAULT_KIND
     results["bare"] = cpu_per_item(bare_codec(), payloads)
     results["batch_size"] = batch
-    results.update(_compact_alone(readings, topic))
+    results.update(_compact_alone(readings, topic, kind))
     return results
 
 
@@ -316,7 +318,7 @@ def pipeline_alone(count: int, labels: bool, batch: int) -> dict:
 ALONE_GROUP = 32
 
 
-def _compact_alone(readings: list, topic: str) -> dict:
+def _compact_alone(readings: list, topic: str, kind: str) -> dict:
     """CPU µs per reading of ``Pipeline.handle`` on the batch runs' compact batches
     (default limits), without and with a label journal on disk (the gateway's
     default, ``journal = true``: one record a batch)."""
@@ -333,7 +335,7 @@ def _compact_alone(readings: list, topic: str) -> dict:
               for i in range(0, len(items), ALONE_GROUP)]
     with tempfile.TemporaryDirectory() as directory:
         for name in ("compact", "compact_journal", "compact_grouped"):
-            pipeline = Pipeline("paacds", {"capacity": 64, "target_query_rate": 0.1})
+            pipeline = Pipeline(kind, {"capacity": 64, "target_query_rate": 0.1})
             if name != "compact":
                 journal = LabelJournal(os.path.join(directory, f"{name}.journal"), 1 << 40)
                 pipeline.on_learn_batch = lambda stream, n, *lessons, j=journal, p=pipeline: (
@@ -452,7 +454,7 @@ class Bench:
         self.broker = broker
         self.labels = args.labels == "data"
         self.config = work / "gateway.toml"
-        self.config.write_text(GATEWAY_CONFIG.format(protocol=args.protocol))
+        self.config.write_text(GATEWAY_CONFIG.format(protocol=args.protocol, kind=args.kind))
         self.processes: list[subprocess.Popen] = []
 
     def start_gateway(self, name: str, *settings: str) -> subprocess.Popen:
@@ -648,6 +650,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also write the latency run's [seq, ts, arrival] triples as JSON")
     parser.add_argument("--out", default=str(ROOT / "docs" / "bench-gateway.md"),
                         help="Markdown file to write (default: docs/bench-gateway.md)")
+    parser.add_argument("--kind", default=edgelearn.DEFAULT_KIND,
+                        help="the gateway's learner kind ([learner] kind) and the pipeline "
+                        f"alone's (default: {edgelearn.DEFAULT_KIND}, the default learner)")
     parser.add_argument("--relay", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--relay-config", help=argparse.SUPPRESS)
     parser.add_argument("--relay-broker", help=argparse.SUPPRESS)
@@ -664,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
     # default payload limit (64 would be rejected as too large).
     alone_batch = 32 if args.batch == "compact" else int(args.batch)
     print(f"pipeline alone ({args.count} messages; load {load_at_start})", file=sys.stderr)
-    alone = pipeline_alone(args.count, args.labels == "data", alone_batch)
+    alone = pipeline_alone(args.count, args.labels == "data", alone_batch, args.kind)
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench-gateway-"))
     port = _free_port()
     broker = start_mosquitto(work, port)
@@ -805,6 +810,8 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
     command = _shown_command()
     batch_words = ("compact batches" if args.batch == "compact" else
                    f"batches of {args.batch}")
+    learner = f"`{alone['kind']}`" + (" (the default learner)" if alone["kind"] == alone["default_kind"] else "")
+    other = f"`{alone['other_kind']}`" + (" (the default learner)" if alone["other_kind"] == alone["default_kind"] else "")
     lines = [
         "# Gateway benchmark: cost per message, messages/s and latency through mosquitto",
         "",
@@ -818,7 +825,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "are the figures to compare, not the rates.",
         "",
         "Everything runs on this one machine: the publisher, mosquitto (one thread), the "
-        f"gateway (`python -m firmware_bridge gateway`, {args.protocol}, PAACDS with 64 "
+        f"gateway (`python -m firmware_bridge gateway`, {args.protocol}, {learner} with 64 "
         "channel slots) and the subscriber timing the outputs (`tools/load_mqtt.py`'s "
         "`LeanSubscriber` on a thread of this tool: a raw-socket MQTT 3.1.1 client, QoS 1, "
         "the PUBACKs of a read sent at once; it decodes every prediction message as it "
@@ -833,7 +840,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         + ("Every reading carries its true label, which the gateway learns at "
            "once: one message out (the prediction) per message in."
            if args.labels == "data" else
-           "No labels: an untrained PAACDS is unsure of everything and asks for every "
+           "No labels: an untrained learner is unsure of everything and asks for every "
            "label, so a label request goes out per reading as well.")
         + f" Each measurement ran {len(throughput)} times; the headline is the median.",
         "",
@@ -843,9 +850,9 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "|---|---|---|",
         f"| gateway CPU per message / bare relay CPU per message | **{ratio:.2f}x** "
         f"({gateway_cpu:.0f} / {relay_cpu:.0f} µs) | at most 1.3x |",
-        f"| pipeline alone, CPU per message | **{alone['single']:.1f} µs** | at most 15 µs |",
-        f"| the same, the default learner (`{alone['default_kind']}`) | "
-        f"**{alone['single_default']:.1f} µs** | at most 15 µs |",
+        f"| pipeline alone, CPU per message, {learner} | **{alone['single']:.1f} µs** | at most 15 µs |",
+        f"| the same, {other} | "
+        f"**{alone['single_other']:.1f} µs** | at most 15 µs |",
         f"| pipeline alone, compact batches with the label journal, CPU per reading: "
         f"one by one / {ALONE_GROUP} at a time | {alone['compact_journal']:.2f} / "
         f"{alone['compact_grouped']:.2f} µs | |",
@@ -873,14 +880,13 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "",
         "CPU time per message of `Pipeline.handle` in the benchmark's own process (no MQTT; "
         "the least of three passes over "
-        f"{args.count:,} messages after a warm-up): decode, validate, PAACDS (observe, "
-        "predict, decide to ask, learn the label), encode the prediction.",
+        f"{args.count:,} messages after a warm-up): decode, validate, the learner ({learner}: "
+        "observe, predict, decide to ask, learn the label), encode the prediction.",
         "",
         "| path | CPU µs per reading |",
         "|---|---|",
         f"| single readings | {alone['single']:.2f} |",
-        f"| single readings, the default learner (`{alone['default_kind']}`, "
-        f"`edgelearn.DEFAULT_KIND`) | {alone['single_default']:.2f} |",
+        f"| single readings, {other} | {alone['single_other']:.2f} |",
         f"| batches of {alone['batch_size']} readings (one jitted decode and learner pass a batch) | {alone['batch']:.2f} |",
         f"| the same batches reading by reading (jitted batches off) | {alone['batch_per_reading']:.2f} |",
         f"| compact batches as in the batch runs below ({alone['compact_readings']:.1f} readings a "
@@ -894,8 +900,8 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"{alone['bare']:.2f} |",
         "",
         f"The pipeline costs {alone['single'] / alone['bare']:.1f}x the bare decode/encode "
-        f"loop in the same process ({alone['single_default'] / alone['bare']:.1f}x with "
-        "the default learner).",
+        f"loop in the same process ({alone['single_other'] / alone['bare']:.1f}x with "
+        f"{other}).",
         "",
         "## Cost per message: the gateway beside a bare relay",
         "",

@@ -72,13 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=20000, help="messages per run")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each side")
     parser.add_argument("--warmup", type=int, default=3000)
+    parser.add_argument("--kind", default=bench_gateway.edgelearn.DEFAULT_KIND,
+                        help="both gateways' learner kind (default: the default learner, "
+                        f"{bench_gateway.edgelearn.DEFAULT_KIND})")
     args = parser.parse_args(argv)
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench-ab-"))
     RootedBench.roots = {"base": export(args.base, work / "base"), "this": ROOT}
     port = bench_gateway._free_port()
     broker = bench_gateway.start_mosquitto(work, port)
     outputs = bench_gateway.Outputs(port)
-    options = argparse.Namespace(protocol="MQTTv5", labels="data", warmup=args.warmup)
+    options = argparse.Namespace(protocol="MQTTv5", labels="data", warmup=args.warmup,
+                                 kind=args.kind)
     bench = RootedBench(options, work, port, outputs, broker)
     gc.disable()
     best: dict[str, float] = {}
@@ -103,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         outputs.close()
         broker.terminate()
         broker.wait(10)
-    print(f"best of {args.repeat}: base ({args.base}) {best['base']:.2f} µs/message, "
+    print(f"learner {args.kind}; best of {args.repeat}: base ({args.base}) {best['base']:.2f} µs/message, "
           f"this {best['this']:.2f}; ratio this/base {best['this'] / best['base']:.3f}")
     return 0
 

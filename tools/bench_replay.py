@@ -3,6 +3,10 @@ memory over a long stream of new channel names.
 
     python tools/bench_replay.py                 # full size: 1,000,000 instances each
     python tools/bench_replay.py --n 100000      # quicker
+
+Times are the CPU time of the timing thread (``--clock cpu``, the default: on a
+shared machine the wall clock counts what other processes take); ``--clock wall``
+times by the wall clock.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+import time
 from pathlib import Path
 
 from edgelearn import bench
@@ -17,9 +22,13 @@ from edgelearn import bench
 OUT = Path(__file__).resolve().parents[1] / "docs" / "bench-replay.md"
 
 
-def render(throughput: dict, memory: dict, command: str) -> str:
+def render(throughput: dict, memory: dict, command: str, clock: str) -> str:
     m = throughput["machine"]
     p = throughput["paacds"]
+    default = throughput.get("default")
+    timed = ("the CPU time of the timing thread (`time.thread_time`: the machine is shared, "
+             "and a wall clock would count the other processes' time)" if clock == "cpu"
+             else "the wall clock")
     lines = [
         "# Replay throughput and memory",
         "",
@@ -33,11 +42,18 @@ def render(throughput: dict, memory: dict, command: str) -> str:
         "whole prequential loop in jitted code (`edgelearn.replay`, 20% label budget), best of",
         "3 runs after a warm-up. River's `PAClassifier` (PA-I, every label) runs `predict_one`",
         "then `learn_one` on the same instances as dicts, built before timing.",
+        "The default learner (`edgelearn.DEFAULT_KIND`) has no array replay; its row is its",
+        "jitted loop over rows (`run_rows`, what `edgelearn replay` of a log runs) on the same",
+        "rows, a label learned when it asks (20% budget), best of 3 after a warm-up.",
+        f"Every time is {timed}.",
         "",
         "| learner | instances | instances/s | accuracy |",
         "|---|---:|---:|---:|",
-        f"| edgelearn PAACDS replay (20% labels) | {throughput['n']:,} | {p['instances_per_s']:,.0f} | {p['accuracy']:.3f} |",
     ]
+    if default is not None:
+        lines.append(f"| edgelearn {default['kind']} (the default learner), jitted row loop (20% labels) "
+                     f"| {throughput['n']:,} | {default['instances_per_s']:,.0f} | {default['accuracy']:.3f} |")
+    lines.append(f"| edgelearn PAACDS replay (20% labels) | {throughput['n']:,} | {p['instances_per_s']:,.0f} | {p['accuracy']:.3f} |")
     if throughput["river"] is not None:
         r = throughput["river"]
         a = throughput["river_from_array"]
@@ -46,6 +62,10 @@ def render(throughput: dict, memory: dict, command: str) -> str:
         lines += ["", f"Ratio: **{throughput['ratio']:,.1f}x** against River's learner alone, "
                   f"**{throughput['ratio_from_array']:,.1f}x** against River replaying the same array. "
                   f"All PAACDS runs (instances/s): {', '.join(f'{v:,.0f}' for v in p['runs_instances_per_s'])}."]
+        if default is not None:
+            lines += ["", f"The default learner ({default['kind']}) against River's learner alone: "
+                      f"**{default['instances_per_s'] / r['instances_per_s']:,.1f}x**; all its runs "
+                      f"(instances/s): {', '.join(f'{v:,.0f}' for v in default['runs_instances_per_s'])}."]
     lines += [
         "",
         "## Memory over a long stream",
@@ -75,7 +95,13 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=1_000_000, help="instances per benchmark (default 1,000,000)")
     parser.add_argument("--river-n", type=int, default=200_000, help="instances River runs (default 200,000)")
     parser.add_argument("--out", type=Path, default=OUT, help=f"markdown to write (default {OUT})")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                        help="time by the timing thread's CPU time (default) or the wall clock")
     args = parser.parse_args(argv)
+    if args.clock == "cpu":
+        # Every timer the library reads becomes this thread's CPU time (as in
+        # tools/bench_compare.py): River's loop and the jitted loops alike.
+        time.perf_counter = time.thread_time
     # Memory first: the throughput stream (n x 64 floats) would otherwise sit
     # in the RSS baseline.
     print("memory ...", file=sys.stderr)
@@ -85,7 +111,7 @@ def main(argv=None) -> int:
     throughput = bench.replay_throughput(n=args.n, river_n=args.river_n)
     command = "python tools/bench_replay.py" + ("" if argv is None and len(sys.argv) == 1 else " " + " ".join(sys.argv[1:] if argv is None else argv))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(throughput, memory, command))
+    args.out.write_text(render(throughput, memory, command, args.clock))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba.experimental import structref
 
-from ._jit import jit
+from ._jit import jit, jit_without_refcounts
 from .packed import PackedType
 from .channels import observe_one
 from .rate_control import adapt_level, budgeted_query
@@ -28,7 +28,7 @@ from .rng import next_double
 DELTA_MIN, DELTA_MAX = 1e-3, 1e6
 
 
-@jit
+@jit_without_refcounts
 def shared_share(total, shared, n_shared, k):
     """p_s: the shared slots' share of the instance's information; by count
     if the information sums to 0; 0 for an empty instance."""
@@ -72,7 +72,7 @@ def scores(slots, z, k, W, b, active, h, out):
     return p_s
 
 
-@jit
+@jit_without_refcounts
 def top_two(out, n_known, n_rows):
     """The best known class, and the best other class among the known ones
     plus the next unused row (the stand-in for "a class not seen yet")."""
@@ -109,7 +109,7 @@ def information_one(s, z, h, h_n, h_mean, h_var, forget, k0):
     h[s] = (k0 + n * h_var[s]) / (k0 + n)
 
 
-@jit
+@jit_without_refcounts
 def observe_scores(
     slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
     W, b, active, h, h_n, h_mean, h_var, h_forget, k0, out,
@@ -265,13 +265,13 @@ def decide_learn_model(slots, values, k, t, n_slots, delta, y, only_if_asked, m)
     )
 
 
-@jit
+@jit_without_refcounts
 def draw_query(margin, delta, rng_state):
     """Ask with probability ``delta / (delta + |margin|)``."""
     return next_double(rng_state) < delta / (delta + abs(margin))
 
 
-@jit
+@jit_without_refcounts
 def query(margin, delta, rng_state, target, gain):
     """:func:`draw_query`, then the budget's decision and the step of ``delta``
     (:func:`~edgelearn.kernels.rate_control.budgeted_query`; ``target`` 0: no
@@ -310,7 +310,7 @@ def _step(loss, denom, C, variant_i):
     return min(C, loss / denom)
 
 
-@jit
+@jit_without_refcounts
 def learn_binary(slots, z, k, y, W, b, active, h, C, variant_i, learn_intercept):
     """One PAACDS update for a label ``y`` in {-1, +1}; True if it changed
     the weights.  Shared slots move by ``tau p_s y z``; new slots start at
@@ -354,7 +354,7 @@ def learn_binary(slots, z, k, y, W, b, active, h, C, variant_i, learn_intercept)
     return True
 
 
-@jit
+@jit_without_refcounts
 def learn_multiclass(slots, z, k, y, n_known, W, b, active, h, C, variant_i, learn_intercept, out):
     """Multiclass PA (Crammer et al. 2006) on PAACDS's shared/new split:
     class ``y`` moves toward z, the best-scoring other class ``r`` away.
@@ -395,7 +395,7 @@ def learn_multiclass(slots, z, k, y, n_known, W, b, active, h, C, variant_i, lea
     return True
 
 
-@jit
+@jit_without_refcounts
 def sparsify(W, active, h, tie_key, n_slots, lam, B, max_weights, idx_buf, score_buf):
     """Scale the weights down to an information-weighted L1 budget ``lam``
     (``lam <= 0`` turns scaling off), then keep only the
@@ -444,15 +444,15 @@ def sparsify(W, active, h, tie_key, n_slots, lam, B, max_weights, idx_buf, score
     # scores' own quickselect scratch) bounds the keys that stay.
     above = 0
     n_tied = 0
-    keys = score_buf[2 * idx_buf.shape[0]:]
+    keys = 2 * idx_buf.shape[0]  # where they start in score_buf
     for j in range(n_active):
         v = score_buf[j]
         above += v > threshold
         if v == threshold:
-            keys[n_tied] = -tie_key[idx_buf[j]]
+            score_buf[keys + n_tied] = -tie_key[idx_buf[j]]
             n_tied += 1
     ties_left = keep - above
-    key_bound = -kth_largest(keys, n_tied, ties_left) if ties_left > 0 else -math.inf
+    key_bound = -kth_largest_at(score_buf, keys, n_tied, ties_left) if ties_left > 0 else -math.inf
     for j in range(n_active):
         i = idx_buf[j]
         v = score_buf[j]
@@ -465,48 +465,58 @@ def sparsify(W, active, h, tie_key, n_slots, lam, B, max_weights, idx_buf, score
             W[c, i] = W[c, i] if stay else 0.0
 
 
-@jit
+@jit_without_refcounts
 def kth_largest(values, n, kth):
     """The ``kth`` largest of ``values[:n]`` (1-based), by quickselect on a
     scratch copy kept past ``n`` in the same buffer's second half."""
-    work = values[n : 2 * n]
+    return kth_largest_at(values, 0, n, kth)
+
+
+@jit_without_refcounts
+def kth_largest_at(buf, start, n, kth):
+    """:func:`kth_largest` of ``buf[start:start + n]``, its scratch copy in
+    ``buf[start + n:start + 2 * n]``. Offsets rather than slices: a slice is a
+    new array, reference-counted in a loop that runs once per learned label."""
+    w = start + n  # work[j] is buf[w + j]
     for j in range(n):
-        work[j] = values[j]
-    lo = 0
-    hi = n - 1
-    target = kth - 1  # index in descending order
-    while lo < hi:
-        mid = (lo + hi) // 2
+        buf[w + j] = buf[start + j]
+    lo = w
+    hi = w + n  # the answer is among buf[lo:hi]
+    target = w + kth - 1  # position in descending order
+    while hi - lo > 1:
+        mid = (lo + hi - 1) // 2
         # median of three as pivot keeps sorted input linear
-        a = work[lo]
-        b = work[mid]
-        c = work[hi]
+        a = buf[lo]
+        b = buf[mid]
+        c = buf[hi - 1]
         if (a >= b) == (b >= c):
             pivot = b
         elif (b >= a) == (a >= c):
             pivot = a
         else:
             pivot = c
-        i = lo
-        j = hi
-        while i <= j:
-            while work[i] > pivot:
-                i += 1
-            while work[j] < pivot:
-                j -= 1
-            if i <= j:
-                t = work[i]
-                work[i] = work[j]
-                work[j] = t
-                i += 1
-                j -= 1
-        if target <= j:
-            hi = j
-        elif target >= i:
-            lo = i
+        # Three-way partition, [greater | equal | less], without a branch on the
+        # comparisons (which side a score falls is a coin toss): every element is
+        # swapped, the cursor advances only when the element belongs in front.
+        g = lo
+        for i in range(lo, hi):
+            v = buf[i]
+            buf[i] = buf[g]
+            buf[g] = v
+            g += v > pivot
+        e = g
+        for i in range(g, hi):
+            v = buf[i]
+            buf[i] = buf[e]
+            buf[e] = v
+            e += v == pivot
+        if target < g:
+            hi = g
+        elif target < e or e == lo:  # e == lo only for a NaN pivot: no progress
+            return pivot
         else:
-            return work[target]
-    return work[target]
+            lo = e
+    return buf[lo]
 
 
 @jit

@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_without_refcounts
 from .rng import new_state
 
 #: The stretch of readings, and the relative excess over it, the bucket holds to.
@@ -94,7 +94,7 @@ def burst(target):
     return max(MIN_BURST, TOLERANCE * target * WINDOW)
 
 
-@jit
+@jit_without_refcounts
 def credit(state, target):
     """Labels owed after the readings counted so far: ``burst + target *
     readings - asks``."""
@@ -108,7 +108,7 @@ def floor(readings, target):
     return -LOAN * target * WINDOW * max(0.0, 1.0 - readings / WINDOW)
 
 
-@jit
+@jit_without_refcounts
 def hold_budget(wanted, state, target):
     """Count one reading and decide whether its label is asked for: ``wanted``
     (the rule's decision) as far as the credit allows, and always at a full
@@ -140,7 +140,7 @@ def adapt_level(level, wanted, target, gain, lowest, highest):
     return min(max(level, lowest), highest)
 
 
-@jit
+@jit_without_refcounts
 def budgeted_query(wanted, level, state, target, gain, lowest, highest):
     """One reading's query under the budget, the step every active learner takes:
     the budget's decision on the rule's ``wanted`` (:func:`hold_budget`), then the

@@ -8,7 +8,7 @@ passes BigCrush, needs one word of state and is three multiplies per draw.
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_without_refcounts
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -27,7 +27,7 @@ def new_state(seed):
     return state
 
 
-@jit
+@jit_without_refcounts
 def next_uint64(state):
     state[0] += _GOLDEN
     z = state[0]
@@ -36,7 +36,7 @@ def next_uint64(state):
     return z ^ (z >> _S31)
 
 
-@jit
+@jit_without_refcounts
 def next_double(state):
     """A float64 uniform on [0, 1) with 53 random bits."""
     return np.float64(next_uint64(state) >> _S11) * _INV_2_53
