@@ -212,14 +212,14 @@ def draw_query(margin, delta, rng):
     return u < delta / (delta + abs(margin)), rng
 
 
-def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2.0, loan=0.1):
+def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2.0):
     """The label budget (``rate_control``'s docstring): ``(ask, new_budget)`` with
-    ``budget = (readings, asks)``.  Credit is ``burst + target * readings - asks``
-    after this reading counts, ``burst = max(min_burst, tolerance * target *
-    window)``; ask at a full bucket, never when the label would take the credit
-    below the start-up loan's floor ``-loan * target * window * (1 - readings /
-    window)`` (0 from reading ``window`` on), else as wanted.  ``target <= 0``:
-    no budget."""
+    ``budget = (readings, asks)``.  Never more asks than ``target * readings +
+    room``, the room ``tolerance * target * readings`` up to ``burst - 1`` (``burst``
+    from ``1 / (tolerance * target)`` readings after the window), ``burst =
+    max(min_burst, tolerance * target * window)``; within that, ask when the
+    asks are at or behind ``target * readings`` (a full bucket), else as wanted.
+    ``target <= 0``: no budget."""
     readings, asks = budget
     readings += 1
     if target <= 0.0:
@@ -227,8 +227,10 @@ def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2
     else:
         burst = max(min_burst, tolerance * target * window)
         credit = burst + target * readings - asks
-        lowest = -loan * target * window * max(0.0, 1.0 - readings / window)
-        ask = True if credit >= burst else (False if credit - 1.0 < lowest else bool(wanted))
+        # up to burst - 1 until just after the window (rate_control.room)
+        room = min(tolerance * target * readings,
+                   burst - 1.0 + min(1.0, tolerance * target * max(0.0, readings - window)))
+        ask = False if credit - 1.0 < burst - room else (True if credit >= burst else bool(wanted))
     return ask, (readings, asks + int(ask))
 
 
