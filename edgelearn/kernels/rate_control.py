@@ -70,6 +70,9 @@ WINDOW = 1000
 TOLERANCE = 0.05
 #: The fewest labels the bucket holds, so a rule keeps a choice at small targets.
 MIN_BURST = 2.0
+#: The shortest stream the budget holds to: a new model may take at once the labels
+#: a stream this long allows (the start-up loan, repaid by this reading).
+SHORTEST = 250
 #: Words of a query state: the generator's, the readings counted, the labels asked.
 GENERATOR, READINGS, ASKS = 0, 1, 2
 
@@ -124,10 +127,18 @@ def room(readings, target):
 
 
 @jit
+def loan(readings, target):
+    """The start-up loan left after ``readings``: ``(1 + TOLERANCE) * target *
+    (SHORTEST - readings)`` labels, 0 from reading ``SHORTEST`` on, so that a new
+    model may ask at once for the labels a stream of ``SHORTEST`` readings allows."""
+    return (1.0 + TOLERANCE) * target * max(0.0, SHORTEST - readings)
+
+
+@jit
 def floor(readings, target):
     """The lowest credit a label may leave after ``readings``: ``burst -
-    room(readings, target)``."""
-    return burst(target) - room(readings, target)
+    room(readings, target) - loan(readings, target)``."""
+    return burst(target) - room(readings, target) - loan(readings, target)
 
 
 @jit
