@@ -212,11 +212,12 @@ def draw_query(margin, delta, rng):
     return u < delta / (delta + abs(margin)), rng
 
 
-def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2.0):
+def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2.0, shortest=250):
     """The label budget (``rate_control``'s docstring): ``(ask, new_budget)`` with
     ``budget = (readings, asks)``.  Never more asks than ``target * readings +
     room``, the room ``tolerance * target * readings`` up to ``burst - 1`` (``burst``
-    from ``1 / (tolerance * target)`` readings after the window), ``burst =
+    from ``1 / (tolerance * target)`` readings after the window), plus a start-up
+    loan ``(1 + tolerance) * target * (shortest - readings)`` until ``shortest``, ``burst =
     max(min_burst, tolerance * target * window)``; within that, ask when the
     asks are at or behind ``target * readings`` (a full bucket), else as wanted.
     ``target <= 0``: no budget."""
@@ -230,7 +231,9 @@ def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2
         # up to burst - 1 until just after the window (rate_control.room)
         room = min(tolerance * target * readings,
                    burst - 1.0 + min(1.0, tolerance * target * max(0.0, readings - window)))
-        ask = False if credit - 1.0 < burst - room else (True if credit >= burst else bool(wanted))
+        # the start-up loan: what a stream of `shortest` readings allows, repaid by then
+        loan = (1.0 + tolerance) * target * max(0.0, shortest - readings)
+        ask = False if credit - 1.0 < burst - room - loan else (True if credit >= burst else bool(wanted))
     return ask, (readings, asks + int(ask))
 
 

@@ -68,20 +68,31 @@ def test_bounds_hold_whatever_the_rule_wants(pattern, target):
     tail = slice(RC.WINDOW - 1, None)
     assert np.all(counts[tail] >= target * n[tail] - 1.0 - 1e-9)
     assert np.all(counts[tail] <= target * n[tail] + RC.burst(target) + 1e-9)
-    # every prefix, however short: at most (1 + TOLERANCE) * target of its readings
-    assert np.all(counts <= (1.0 + RC.TOLERANCE) * target * n + 1e-9)
+    # every prefix: at most (1 + TOLERANCE) * target of its readings, counted as at
+    # least SHORTEST (the start-up loan)
+    assert np.all(counts <= (1.0 + RC.TOLERANCE) * target * np.maximum(n, RC.SHORTEST) + 1e-9)
     assert RC.realized_rate(state) == counts[-1] / N
 
 
 @pytest.mark.parametrize("target", (0.01, 0.05, 0.1, 0.2))
-@pytest.mark.parametrize("n", (1, 9, 50, 267, 351, 999))
+@pytest.mark.parametrize("n", (1, 9, 50, 249, 250, 267, 351, 999))
 def test_a_short_stream_is_never_overspent(target, n):
-    # Issue 26: a start-up loan took spect (267 readings) to 13.4% at a 10% budget.
+    # Issue 26: a start-up loan repaid by reading 1,000 took spect (267 readings) to
+    # 13.4% at a 10% budget.  Now: at most 1.05 x target of any stream of SHORTEST
+    # readings or more, and a shorter one at most what SHORTEST readings allow.
     state = RC.new_query_state(0)
     asks = sum(bool(RC.hold_budget(True, state, target)) for _ in range(n))
-    assert asks <= (1.0 + RC.TOLERANCE) * target * n + 1e-9
-    # ... and a rule that wants every label gets all the room allows
-    assert asks == int(np.floor(target * n + RC.room(n, target) + 1e-9))
+    assert asks <= (1.0 + RC.TOLERANCE) * target * max(n, RC.SHORTEST) + 1e-9
+    # ... and a rule that wants every label gets all the room and the loan allow
+    allowed = target * n + RC.room(n, target) + RC.loan(n, target)
+    assert asks == min(n, int(np.floor(allowed + 1e-9)))
+
+
+def test_the_loan_is_taken_at_once():
+    state = RC.new_query_state(0)
+    asked = [bool(RC.hold_budget(True, state, 0.1)) for _ in range(RC.SHORTEST)]
+    first = int(np.floor(1.05 * 0.1 * RC.SHORTEST))  # 26 labels at once
+    assert all(asked[:first]) and not any(asked[first:])
 
 
 def test_no_target_is_no_budget_but_still_counted():

@@ -485,10 +485,11 @@ def render(summaries, verdict, discounts, args, argv, wall, multiclass=None, fig
         "which is not reported.",
         "* Budgets: the columns named with a percentage run the learner at that `target_query_rate`; "
         "the others at 20%. Every budgeted learner holds its budget with the shared bucket of label "
-        "credit (`edgelearn/kernels/rate_control.py`): no stream, however short, asks for more than "
-        "1.05 x the target of its readings, and over 1,000 readings or more it asks for within 5% of "
-        "the target (the short tasks: spect 267 readings, ionosphere 351, libras 360, dermatology "
-        "366, arrhythmia 452, wdbc 569, credit_a 690, pima 768).",
+        "credit (`edgelearn/kernels/rate_control.py`): a new model may take at once the labels a "
+        "250-reading stream allows, no stream of 250 readings or more asks for more than 1.05 x the "
+        "target of its readings, and over 1,000 readings or more it asks for within 5% of the target "
+        "(the short tasks: spect 267 readings, ionosphere 351, libras 360, dermatology 366, "
+        "arrhythmia 452, wdbc 569, credit_a 690, pima 768).",
         f"* Multiclass tasks ({len(args.mc_tasks)}): {', '.join(args.mc_tasks)}: every raw class of the "
         "data set; ActiveAROW and PAACDS with `n_classes` the number of classes, beside "
         "`preprocessing.StandardScaler() | linear_model.SoftmaxRegression()` (River's multinomial "
