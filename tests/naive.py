@@ -982,7 +982,13 @@ def arow_learn_row(slots, z, y, model, row, r, floor=0.0):
 
 
 def arow_learn_multiclass(slots, z, c, n_known, model, r, floor=0.0):
-    """One-vs-rest: class c's row learns +1, the other known rows -1."""
+    """One-vs-rest: class c's row learns +1, the other known rows -1; the newest
+    class's row, never learned (all zero), first takes the mean of the rows
+    before it."""
+    W, b = model["W"], model["b"]
+    if 0 < c == n_known - 1 and b[c] == 0.0 and not np.any(W[c]):
+        W[c] = W[:c].mean(axis=0)
+        b[c] = b[:c].mean()
     changed = False
     for row in range(n_known):
         model, moved = arow_learn_row(slots, z, 1.0 if row == c else -1.0, model, row, r, floor)
