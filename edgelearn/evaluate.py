@@ -67,7 +67,7 @@ def prequential(model, stream: Iterable, active: bool = True, progress=None) -> 
     >>> stream = [({"a": i % 7 - 3.0, "b": 1.0}, i % 7 > 3) for i in range(700)]
     >>> result = prequential(PAACDS(seed=1, target_query_rate=0.2), stream)
     >>> result.n, round(result.accuracy, 2), round(result.query_rate, 2)
-    (700, 0.98, 0.21)
+    (700, 0.98, 0.2)
     """
     binary = _is_binary(model)
     predictions = []
@@ -155,7 +155,7 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
     >>> X[rng.random(X.shape) < 0.3] = np.nan
     >>> result = replay(PAACDS(target_query_rate=0.2), X, y)
     >>> round(result.accuracy, 2), round(result.query_rate, 2)
-    (0.8, 0.2)
+    (0.79, 0.2)
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     if X.ndim != 2:
