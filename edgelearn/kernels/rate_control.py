@@ -39,10 +39,11 @@ WINDOW`` labels was repaid by reading ``WINDOW``: the short tasks of
 first label at reading 10 at 10%), ActiveAROW at 10% lost 2-3 points of mean
 binary accuracy and about 8 of multiclass on the tuning seeds of
 ``tools/results_label_budget.py`` (1000-1002, which the page never reports),
-although the labels counted were the same: a new model's first labels are
-worth most.  Loans of 10 labels repaid by reading 150 or 250, and 20 by 250,
-lost less; the labels a 250-reading stream allows, at once, lost least (0.6 of
-binary accuracy against the old loan's 11.2% of the labels).  ``SHORTEST =
+for the same number of labels: a new model's first labels are worth most.
+Loans of 10 labels repaid by reading 150 or 250, and 20 by 250, lost less; the
+labels a 250-reading stream allows, at once, lost least (0.6 / 0.3 of binary
+accuracy, PAACDS / haphazard protocols, against the old loan's 11.2% of the
+labels; scratch runs, as the variants are code, not parameters).  ``SHORTEST =
 250`` keeps every task of that page (the shortest has 267 readings) within
 its budget.  From reading ``WINDOW + 1 / (TOLERANCE * target)`` on (200
 readings later at 10%) the room is the whole bucket and the credit after a
