@@ -189,6 +189,21 @@ def test_multilabel_kelm_holds_the_budget(stream):
     assert model.query_rate == sum(asked) / N
 
 
+@pytest.mark.parametrize("stream", STREAMS)
+def test_a_river_model_holds_the_budget(stream):
+    # RiverModel asks at random; the bucket holds the random draws to the budget.
+    from edgelearn.learners.river_model import RiverModel
+
+    X, y = STREAMS[stream](5)
+    model = RiverModel("linear_model.LogisticRegression", target_query_rate=0.1, seed=1)
+    asked = _dict_path(model, X[:1500], y[:1500])
+    restored = from_state(checkpoint.loads(checkpoint.dumps(model.to_state())))
+    assert restored.labels_asked == model.labels_asked == sum(asked) and restored.readings_decided == 1500
+    asked += _dict_path(restored, X[1500:], y[1500:])
+    assert_budget_held(asked, 0.1)
+    assert restored.report()["label_rate"] == sum(asked) / N
+
+
 def test_the_budget_survives_a_checkpoint():
     X, y = _drifting(7)
     whole = ActiveAROW(target_query_rate=0.1, seed=3)
