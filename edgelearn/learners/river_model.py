@@ -217,9 +217,10 @@ class RiverModel(HeldBudget, Learner):
         wanted = rate is None or self._rng.random() < rate
         if self.task == "anomaly":
             return wanted  # asked only about alarms: a budget could not force a question
-        # A random draw holds the rate only on average (at 10%, one window of 1,000
-        # readings in six asks for 9.5% more or less than its share): the shared
-        # bucket bounds it as it does every active learner's (issue 26).
+        # A random draw holds the rate only on average (at 10%, about one window of
+        # 1,000 readings in three strays from its share by more than 9.5%, a binomial's
+        # standard deviation): the shared bucket bounds it as it does every active
+        # learner's (issue 26).
         return bool(hold_budget(wanted, self._budget, 0.0 if rate is None else float(rate)))
 
     def decide_one(self, x: dict) -> Decision:
