@@ -155,7 +155,7 @@ def replay(model, X, y, active: bool = True, feature_names=None) -> PrequentialR
     >>> X[rng.random(X.shape) < 0.3] = np.nan
     >>> result = replay(PAACDS(target_query_rate=0.2), X, y)
     >>> round(result.accuracy, 2), round(result.query_rate, 2)
-    (0.79, 0.2)
+    (0.8, 0.2)
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     if X.ndim != 2:
