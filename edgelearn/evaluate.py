@@ -67,7 +67,7 @@ def prequential(model, stream: Iterable, active: bool = True, progress=None) -> 
     >>> stream = [({"a": i % 7 - 3.0, "b": 1.0}, i % 7 > 3) for i in range(700)]
     >>> result = prequential(PAACDS(seed=1, target_query_rate=0.2), stream)
     >>> result.n, round(result.accuracy, 2), round(result.query_rate, 2)
-    (700, 0.98, 0.21)
+    (700, 0.98, 0.2)
     """
     binary = _is_binary(model)
     predictions = []

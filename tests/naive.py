@@ -212,14 +212,15 @@ def draw_query(margin, delta, rng):
     return u < delta / (delta + abs(margin)), rng
 
 
-def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2.0, loan=0.1):
+def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2.0, shortest=250):
     """The label budget (``rate_control``'s docstring): ``(ask, new_budget)`` with
-    ``budget = (readings, asks)``.  Credit is ``burst + target * readings - asks``
-    after this reading counts, ``burst = max(min_burst, tolerance * target *
-    window)``; ask at a full bucket, never when the label would take the credit
-    below the start-up loan's floor ``-loan * target * window * (1 - readings /
-    window)`` (0 from reading ``window`` on), else as wanted.  ``target <= 0``:
-    no budget."""
+    ``budget = (readings, asks)``.  Never more asks than ``target * readings +
+    room``, the room ``tolerance * target * readings`` up to ``burst - 1`` (``burst``
+    from ``1 / (tolerance * target)`` readings after the window), plus a start-up
+    loan ``(1 + tolerance) * target * (shortest - readings)`` until ``shortest``, ``burst =
+    max(min_burst, tolerance * target * window)``; within that, ask when the
+    asks are at or behind ``target * readings`` (a full bucket), else as wanted.
+    ``target <= 0``: no budget."""
     readings, asks = budget
     readings += 1
     if target <= 0.0:
@@ -227,8 +228,12 @@ def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2
     else:
         burst = max(min_burst, tolerance * target * window)
         credit = burst + target * readings - asks
-        lowest = -loan * target * window * max(0.0, 1.0 - readings / window)
-        ask = True if credit >= burst else (False if credit - 1.0 < lowest else bool(wanted))
+        # up to burst - 1 until just after the window (rate_control.room)
+        room = min(tolerance * target * readings,
+                   burst - 1.0 + min(1.0, tolerance * target * max(0.0, readings - window)))
+        # the start-up loan: what a stream of `shortest` readings allows, repaid by then
+        loan = (1.0 + tolerance) * target * max(0.0, shortest - readings)
+        ask = False if credit - 1.0 < burst - room - loan else (True if credit >= burst else bool(wanted))
     return ask, (readings, asks + int(ask))
 
 
@@ -977,7 +982,13 @@ def arow_learn_row(slots, z, y, model, row, r, floor=0.0):
 
 
 def arow_learn_multiclass(slots, z, c, n_known, model, r, floor=0.0):
-    """One-vs-rest: class c's row learns +1, the other known rows -1."""
+    """One-vs-rest: class c's row learns +1, the other known rows -1; the newest
+    class's row, never learned (all zero), first takes the mean of the rows
+    before it."""
+    W, b = model["W"], model["b"]
+    if 0 < c == n_known - 1 and b[c] == 0.0 and not np.any(W[c]):
+        W[c] = W[:c].mean(axis=0)
+        b[c] = b[:c].mean()
     changed = False
     for row in range(n_known):
         model, moved = arow_learn_row(slots, z, 1.0 if row == c else -1.0, model, row, r, floor)

@@ -113,6 +113,30 @@ def test_learn_multiclass_matches(seed):
     np.testing.assert_array_equal(got["W"][n_known:], model["W"][n_known:])
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_a_new_class_starts_from_the_known_rows_mean(seed):
+    rng = np.random.default_rng([17, seed])
+    rows = 4
+    model = random_model(rng, 9, rows)
+    c = int(rng.integers(1, rows))
+    model["W"][c:] = 0.0
+    model["b"][c:] = 0.0
+    slots, z = instance(rng, 9, int(rng.integers(1, 7)))
+    expected, _ = naive.arow_learn_multiclass(slots, z, c, c + 1, {k: v.copy() for k, v in model.items()}, 2.0)
+    got = {k: v.copy() for k, v in model.items()}
+    K.learn_multiclass(slots, z, len(slots), c, c + 1, got["W"], got["S"], got["b"], got["Sb"], 2.0, 0.0)
+    assert_model(got, expected)
+    # the row started from the mean, not from 0: where the instance has no channel,
+    # its weights are the known rows' mean exactly
+    absent = np.setdiff1d(np.arange(9), slots)
+    np.testing.assert_allclose(got["W"][c, absent], model["W"][:c, absent].mean(axis=0), rtol=1e-12)
+    # a row already learned is not restarted
+    again = {k: v.copy() for k, v in got.items()}
+    K.learn_multiclass(slots, z, len(slots), c, c + 1, again["W"], again["S"], again["b"], again["Sb"], 2.0, 0.0)
+    expected_again, _ = naive.arow_learn_multiclass(slots, z, c, c + 1, {k: v.copy() for k, v in got.items()}, 2.0)
+    assert_model(again, expected_again)
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_confidence_matches(seed):
     rng = np.random.default_rng([16, seed])

@@ -81,6 +81,34 @@ def river_softmax_run(Xr, yr, names, iter_array, process_time):
     return multiclass_scores(yr, predictions, np.ones(len(yr), dtype=bool), process_time() - start)
 
 
+# -- tuning at a budget -------------------------------------------------------------------
+
+
+def budget_check(run, frozen, ours, river_lr, protocols, binary_tasks, seeds, budget, params, jobs, cache):
+    """ActiveAROW at ``budget`` with ``params`` (its other parameters at their
+    defaults) on ``seeds`` (the tuning seeds: the page never reports them), on the
+    binary and the multiclass tasks under every protocol, beside River's learner of
+    the family given every label: one line per protocol and family (mean F1, mean
+    accuracy, realized label rate, and the gaps to River)."""
+    params = {**params, "target_query_rate": budget}
+    families = {"binary": (list(binary_tasks), river_lr),
+                "multiclass": ([multiclass_task(t) for t in MULTICLASS_TASKS], RIVER_SOFTMAX)}
+    units = [(p, t, s, m, frozen(pr)) for p in protocols for tasks, rival in families.values() for t in tasks
+             for s in seeds for m, pr in ((ours, params), (rival, {}))]
+    results = run(units, jobs, cache, label="budget check ")
+    lines = []
+    for p in protocols:
+        for family, (tasks, rival) in families.items():
+            def mean(method, pr, metric):
+                return 100 * float(np.mean([results[(p, t, s, method, frozen(pr))][metric]
+                                            for t in tasks for s in seeds]))
+            f1, acc, rate = (mean(ours, params, m) for m in ("f1", "accuracy", "query_rate"))
+            rf1, racc = (mean(rival, {}, m) for m in ("f1", "accuracy"))
+            lines.append(f"{p}, {family}: F1 {f1:.1f} ({f1 - rf1:+.1f}), accuracy {acc:.1f} ({acc - racc:+.1f}) "
+                         f"vs {rival}; labels {rate:.1f}%")
+    return lines
+
+
 # -- the page ---------------------------------------------------------------------------
 
 

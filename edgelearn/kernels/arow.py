@@ -129,9 +129,55 @@ def learn_row(slots, z, k, y, W, S, b, Sb, row, r, floor):
 
 
 @jit
+def fresh_row(c, W, b):
+    """Whether row ``c`` has never been learned: its intercept and every weight
+    still 0 (a learned row's first step moves them: its margin was 0, its loss 1)."""
+    if b[c] != 0.0:
+        return False
+    for s in range(W.shape[1]):
+        if W[c, s] != 0.0:
+            return False
+    return True
+
+
+@jit
+def start_row(c, W, b):
+    """A class seen for the first time starts from the mean of the known classes'
+    rows (``0..c-1``), weights and intercept, instead of from 0; its variances stay
+    at the prior, so it still moves as far as a new row.
+
+    One-vs-rest rows are separate learners of related tasks: Evgeniou & Pontil
+    ("Regularized multi-task learning", KDD 2004) write each task's weights as a
+    common mean plus the task's own deviation, and the common mean is the best
+    guess for a task with no data.  A row started at 0 has a margin of 0 where the
+    known rows, which learned that most readings are not theirs, have negative
+    margins: the new class then wins far beyond its one reading until enough
+    readings of other classes have been learned, which at a 10% budget takes a
+    long while.  On the tuning seeds 1000-1002 of ``tools/results_label_budget.py``
+    at 10% it raised mean multiclass accuracy from 60.2 / 59.7 to 62.3 / 60.8 and
+    macro F1 from 41.5 / 41.8 to 43.6 / 42.7 (PAACDS / haphazard protocols); the
+    intercept alone gave 60.9 / 60.6."""
+    if c == 0:
+        return
+    for s in range(W.shape[1]):
+        total = 0.0
+        for row in range(c):
+            total += W[row, s]
+        W[c, s] = total / c
+    total = 0.0
+    for row in range(c):
+        total += b[row]
+    b[c] = total / c
+
+
+@jit
 def learn_multiclass(slots, z, k, c, n_known, W, S, b, Sb, r, floor):
     """One-vs-rest: row ``c`` learns +1, every other known row -1.
-    ``n_known`` counts ``c``'s class.  True if any row moved."""
+    ``n_known`` counts ``c``'s class.  The newest class (``c = n_known - 1``),
+    at its first label, first starts from the known rows' mean
+    (:func:`start_row`).  True if any row moved."""
+    if c > 0 and c == n_known - 1 and fresh_row(c, W, b):
+        start_row(c, W, b)
     changed = False
     for row in range(n_known):
         y = 1.0 if row == c else -1.0

@@ -18,7 +18,8 @@ policies, checkpoints and outputs:
   so a label request keeps the reading as it was and an answer that comes an hour
   later teaches the model what it saw then;
 * label requests: every label (``target_query_rate=None``), or a random
-  ``target_query_rate`` of them (seeded); an anomaly detector asks only about its alarms;
+  ``target_query_rate`` of them (seeded), held by the label budget every active
+  learner holds (:mod:`edgelearn.kernels.rate_control`); an anomaly detector asks only about its alarms;
 * an anomaly detector learns every reading (unsupervised); its raw score becomes a
   score in [0, 1] by its rank among the last ``window`` raw scores (an empirical
   distribution, fixed memory), and it alarms when that rank is at least
@@ -56,7 +57,9 @@ import numpy as np
 
 from ..channels import ChannelSpace
 from ..constraints import InstanceOf, Interval, OneOf, Options, Text
+from ..kernels.rate_control import hold_budget
 from .base import Decision, Learner
+from .budget import HeldBudget
 
 __all__ = ["RiverModel"]
 
@@ -110,7 +113,7 @@ def _resolve(model: str) -> type:
                          f"{module!r} does not have.") from None
 
 
-class RiverModel(Learner):
+class RiverModel(HeldBudget, Learner):
     """A River estimator (or a River-protocol plug-in) behind the learner contract.
 
     Parameters
@@ -174,6 +177,9 @@ class RiverModel(Learner):
         task = _task_of(self.estimator)
         self._init_targets(2 if task == "binary" else self.MAX_LABELS, task)
         self._rng = np.random.default_rng(seed)
+        # The label budget's counts (rate_control; word 0, a generator's, stays 0: the
+        # draws are _rng's).
+        self._budget = np.zeros(3, dtype=np.uint64)
         self.scores = np.full(window, np.nan)  # the anomaly calibration's ring of raw scores
         self.n_scores = 0
         self.measured_bytes = 0
@@ -204,9 +210,18 @@ class RiverModel(Learner):
         names = self.channels
         return {names.name_of(int(s)): float(v) for s, v in zip(slots.tolist(), z.tolist())}
 
+    _QUERY_STATE = "_budget"  # HeldBudget: query_rate, labels_asked, readings_decided
+
     def _ask(self, score: float) -> bool:
         rate = self.target_query_rate
-        return rate is None or self._rng.random() < rate
+        wanted = rate is None or self._rng.random() < rate
+        if self.task == "anomaly":
+            return wanted  # asked only about alarms: a budget could not force a question
+        # A random draw holds the rate only on average (at 10%, about one window of
+        # 1,000 readings in three strays from its share by more than 9.5%, a binomial's
+        # standard deviation): the shared bucket bounds it as it does every active
+        # learner's (issue 26).
+        return bool(hold_budget(wanted, self._budget, 0.0 if rate is None else float(rate)))
 
     def decide_one(self, x: dict) -> Decision:
         slots, z = self.channels.observe(x, False)
@@ -298,8 +313,10 @@ class RiverModel(Learner):
         pass  # River models key by channel name; a reused slot is a new name to them
 
     def memory_bytes(self) -> int:
-        """The budget: the model's cap, the channel space and the calibration window."""
-        return int(self.max_memory_bytes + self.channels.memory_bytes() + self.scores.nbytes)
+        """The budget: the model's cap, the channel space, the calibration window and the
+        label budget's counts."""
+        return int(self.max_memory_bytes + self.channels.memory_bytes() + self.scores.nbytes
+                   + self._budget.nbytes)
 
     def measure(self) -> int:
         """Measure the model now (River's ``_raw_memory_usage``); past the cap, stop
@@ -317,7 +334,7 @@ class RiverModel(Learner):
     def report(self) -> dict[str, Any]:
         """What a stream's status adds for this learner."""
         return {"model_bytes": self.measured_bytes, "learning": self.learning,
-                "labels_not_learned": self.skipped}
+                "labels_not_learned": self.skipped, **super().report()}
 
     def get_params(self) -> dict:
         params = super().get_params()
@@ -331,7 +348,7 @@ class RiverModel(Learner):
             "estimator": pickle.dumps(self.estimator), "targets": self.targets.to_state(),
             "scores": self.scores.copy(), "n_scores": self.n_scores,
             "rng": pickle.dumps(self._rng.bit_generator.state),
-            "learning": self.learning, "skipped": self.skipped,
+            "learning": self.learning, "skipped": self.skipped, "budget": self._budget.copy(),
         }
         return state
 
@@ -343,6 +360,8 @@ class RiverModel(Learner):
         self._rng.bit_generator.state = pickle.loads(learned["rng"])
         self.learning = bool(learned["learning"])
         self.skipped = int(learned["skipped"])
+        if "budget" in learned:  # a checkpoint saved before the budget counted: a fresh bucket
+            self._budget[...] = np.asarray(learned["budget"], dtype=np.uint64)
 
     @classmethod
     def from_state(cls, state: dict):
