@@ -5,6 +5,6 @@ flags) and has a plain NumPy reference in ``tests/naive.py`` that it must match.
 The Python classes in ``edgelearn.learners`` own the arrays and call these.
 """
 
-from ._jit import jit
+from ._jit import compiled, jit, sources_digest
 
-__all__ = ["jit"]
+__all__ = ["compiled", "jit", "sources_digest"]

@@ -19,15 +19,14 @@ byte span in ``info``); the caller decodes it once in Python, judges it with
 the protocol's own rules, adds it and calls again from the same record.
 """
 
-import numba
 import numpy as np
 
-from edgelearn.kernels import jit
+from edgelearn.kernels import compiled, jit
 
 # The per-byte and per-field helpers are inlined into the kernels at numba's level:
 # a call numba does not inline passes and reference-counts every array argument,
 # which cost more than the work of a channel's name and value (issue 25).
-inline = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+inline = compiled(inline="always")
 
 # Statuses returned by the kernels.
 DONE, FULL, NEED_TOPIC, NEED_NAME, NEED_LABEL, STOP = 0, 1, 2, 3, 4, 5
