@@ -1214,6 +1214,7 @@ def surprise_alarm(evidence, ctl, q):
     episode = max(episode * q[1], evidence)
     if q[2] > 0:
         threshold *= math.exp(q[3] * (float(alarm) - q[2]))
+        threshold = min(max(threshold, q[0] / 999.0), q[0] * 999.0)  # scores 0.001 to 0.999
     tokens = min(tokens + q[4], q[5])
     ask = alarm and tokens >= 1.0
     if ask:

@@ -380,3 +380,23 @@ def test_the_contract_is_declared():
     d = det.decide_one({"a": 1.0})
     assert isinstance(d, Decision) and d.extra == {"top": ()}
     assert det.predict_proba_one({"a": 1.0}) == {False: 1.0, True: 0.0}  # warming up: score 0
+
+
+@pytest.mark.parametrize("evidence, bound", [(0.0, 0.001), (50.0, 0.999)],
+                         ids=["never alarms", "always alarms"])
+def test_a_target_alarm_rate_the_stream_cannot_reach_holds_the_threshold_in_bounds(evidence, bound):
+    # A stuck sensor (no evidence) at a 1% target drove the threshold to 0.0 after
+    # about 150,000 readings, and 0.0 times any factor stays 0.0: every later reading
+    # above the episode alarmed. Rising evidence that alarms each reading drove it up
+    # without bound. Both now stop at the scores 0.001 and 0.999.
+    q = np.array([5.0, 0.0, 0.01, 0.5, 0.0, 3.0])  # episode decay 0: each reading its own
+    ctl = np.array([5.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    ref = list(ctl)
+    for i in range(200_000):
+        e = evidence * (1.0 + i) if evidence else 0.0
+        K.alarm_step(e, ctl, q)
+    for i in range(2_000):
+        e = evidence * (1.0 + i) if evidence else 0.0
+        ref = naive.surprise_alarm(e, ref, q)[2]
+    assert K.score_of(ctl[K.C_THRESHOLD], 5.0) == pytest.approx(bound)
+    assert K.score_of(ref[0], 5.0) == pytest.approx(bound)

@@ -356,6 +356,9 @@ N_CONTROL = 6
 # (0: a fixed threshold), the rate's gain, label rate, most label tokens held.
 Q_SCALE, Q_EPISODE, Q_TARGET, Q_GAIN, Q_LABELS, Q_TOKENS = range(6)
 N_QPARAMS = 6
+# The bounds of a threshold that follows a target alarm rate, in units of the score
+# scale: evidence E scores E / (E + scale), so these are the scores 0.001 and 0.999.
+THRESHOLD_LOWEST, THRESHOLD_HIGHEST = 1.0 / 999.0, 999.0
 
 
 @jit
@@ -375,7 +378,11 @@ def alarm_step(evidence, ctl, q):
     alarm = evidence >= ctl[C_THRESHOLD] and evidence > ctl[C_EPISODE]
     ctl[C_EPISODE] = max(ctl[C_EPISODE] * q[Q_EPISODE], evidence)
     if q[Q_TARGET] > 0.0:
-        ctl[C_THRESHOLD] *= math.exp(q[Q_GAIN] * ((1.0 if alarm else 0.0) - q[Q_TARGET]))
+        moved = ctl[C_THRESHOLD] * math.exp(q[Q_GAIN] * ((1.0 if alarm else 0.0) - q[Q_TARGET]))
+        # Held to scores in [0.001, 0.999]: a stream that cannot reach the rate (a stuck
+        # sensor never alarms; an episode alarms once) drove it to 0.0, which no factor
+        # moves again, or past 2**53.
+        ctl[C_THRESHOLD] = min(max(moved, q[Q_SCALE] * THRESHOLD_LOWEST), q[Q_SCALE] * THRESHOLD_HIGHEST)
     ctl[C_TOKENS] = min(ctl[C_TOKENS] + q[Q_LABELS], q[Q_TOKENS])
     ask = alarm and ctl[C_TOKENS] >= 1.0
     if ask:

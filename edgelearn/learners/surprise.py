@@ -107,7 +107,9 @@ class SurpriseDetector(Learner):
     maximum that halves every ``episode_half_life`` readings: a sustained anomaly
     alarms once, then again only if it grows (CAD OSE's rest period, on evidence
     rather than on time alone). With ``target_alarm_rate`` the threshold moves
-    after every reading, ``t *= exp(gain (alarm - target))``, to hold that rate.
+    after every reading, ``t *= exp(gain (alarm - target))``, to hold that rate, within
+    the scores 0.001 and 0.999 (a stream that cannot reach the rate, such as a stuck
+    sensor that never alarms, would drive it to 0 or without bound).
 
     **Feedback** (active anomaly discovery: Das, Wong, Dietterich, Fern and Emmott,
     "Incorporating expert feedback into active anomaly discovery", ICDM 2016, who
