@@ -284,11 +284,12 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         return margin, asked, learned
 
     def run_rows(self, rows: RowsPass) -> RowsResult:
-        """A binary stream's rows through one jitted loop (the ``"log_loop"`` and
+        """A stream's rows through one jitted loop (the ``"log_loop"`` and
         ``"batch_pass"`` capabilities), with the predictions, queries, learning and final state of
         :meth:`decide_one` and :meth:`learn` reading by reading
-        (``kernels/log_replay.py``'s ``arow_binary_log_loop``, which runs the
-        per-message path's kernel row by row). A label the learner meets for the
+        (``kernels/log_replay.py``'s ``arow_binary_log_loop``, or
+        ``arow_multiclass_log_loop`` for a multiclass learner, which run the
+        per-message path's kernels row by row). A label the learner meets for the
         first time stops the loop; it is registered with the targets, as
         :meth:`learn` would, and the loop goes on from that row."""
         from ..kernels import log_replay as loop
