@@ -58,3 +58,20 @@ def test_a_process_under_the_cpu_clocks_tick_has_no_per_core_figure():
     bench = load_tool("bench_gateway")
     assert bench._per_core(0.0).startswith("—")
     assert bench._per_core(4.0) == "250,000"
+
+
+@pytest.mark.broker
+def test_the_relay_ratio_alternates_gateway_and_relay_runs(tmp_path):
+    # bench_gateway.py runs every gateway run before every relay run, so a change of
+    # load between the phases moves its ratio; this tool alternates them.
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_relay_ratio.py"),
+                             "--count", "300", "--warmup", "200", "--repeat", "2",
+                             "--set", "checkpoints.journal=false"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = [line.split()[2].rstrip(":") for line in result.stdout.splitlines() if line.startswith("run ")]
+    assert runs == ["gateway", "relay", "gateway", "relay"]
+    last = result.stdout.splitlines()[-1]
+    assert "checkpoints.journal=false" in last
+    ratio = float(re.search(r"ratio gateway/relay (\d+\.\d+)", last).group(1))
+    assert 0.5 < ratio < 20  # a CPU ratio, not the run's figures (they mean nothing this short)

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The gateway's CPU per single-reading message over the bare relay's, the two
+alternated run by run on one broker (``tools/bench_gateway.py`` runs all its gateway
+runs, then all its relay runs, so a change of load between the two phases moves its
+ratio). Same publisher, subscriber, settings and relay as ``tools/bench_gateway.py``'s
+throughput and relay sections; prints each run and the ratio of the bests.
+
+Example::
+
+    python tools/bench_relay_ratio.py --count 20000 --repeat 5
+    python tools/bench_relay_ratio.py --count 20000 --repeat 5 --set checkpoints.journal=false
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import pathlib
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import bench_gateway  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=20000, help="messages per run")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each")
+    parser.add_argument("--warmup", type=int, default=3000)
+    parser.add_argument("--kind", default=bench_gateway.edgelearn.DEFAULT_KIND)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a gateway setting (as the gateway's --set), e.g. "
+                        "checkpoints.journal=false: what one part costs")
+    args = parser.parse_args(argv)
+    work = pathlib.Path(tempfile.mkdtemp(prefix="bench-relay-ratio-"))
+    port = bench_gateway._free_port()
+    broker = bench_gateway.start_mosquitto(work, port)
+    outputs = bench_gateway.Outputs(port)
+    options = argparse.Namespace(protocol="MQTTv5", labels="data", warmup=args.warmup,
+                                 kind=args.kind)
+    bench = bench_gateway.Bench(options, work, port, outputs, broker)
+    gc.disable()
+    best = {"gateway": float("inf"), "relay": float("inf")}
+    try:
+        gateway = bench.start_gateway("bench", *args.set)
+        bench.warm_up("w")
+        relay = bench.start_relay()
+        bench.warm_up("rw", (bench_gateway.RELAY_DATA,))
+        for run in range(args.repeat):
+            cpu = bench.throughput(f"t{run}_", args.count, gateway.pid)["cpu_us"]["gateway"]
+            best["gateway"] = min(best["gateway"], cpu)
+            print(f"run {run + 1} gateway: {cpu:.2f} µs/message", flush=True)
+            cpu = bench.relay_throughput(run, args.count, relay)["cpu_us"]["relay"]
+            best["relay"] = min(best["relay"], cpu)
+            print(f"run {run + 1} relay:   {cpu:.2f} µs/message", flush=True)
+    finally:
+        for process in bench.processes:
+            bench.stop(process)
+        outputs.close()
+        broker.terminate()
+        broker.wait(10)
+    print(f"learner {args.kind}; {' '.join(args.set) or 'default settings'}; best of {args.repeat}: gateway {best['gateway']:.2f} "
+          f"µs/message, relay {best['relay']:.2f}; ratio gateway/relay "
+          f"{best['gateway'] / best['relay']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
