@@ -47,20 +47,19 @@ not journaled (its lessons counted as ``journal_dropped``).
 from __future__ import annotations
 
 import os
-import struct
-import zlib
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import msgpack
 import numpy as np
 
+from .records import frame, iter_records
+
 __all__ = ["JOURNAL_NAME", "LabelJournal", "Lesson", "read_journal", "replay"]
 
 JOURNAL_NAME = "labels.journal"
 _MAGIC = b"ELJ1"
 _MAGIC_BATCH = b"ELJ2"
-_HEADER = struct.Struct("<4sII")
 
 
 class Lesson(NamedTuple):
@@ -83,7 +82,7 @@ def _encode(stream: str, n: int, layout: tuple[int, int], slots: Any, z: Any, y:
     payload = (pack or _new_packer().pack)(
         [stream, n, layout[0], layout[1], _DTYPE_NAMES.get(slots.dtype) or slots.dtype.str,
          slots.tobytes(), _DTYPE_NAMES.get(z.dtype) or z.dtype.str, z.tobytes(), y])
-    return _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload
+    return frame(_MAGIC, payload)
 
 
 def _new_packer() -> msgpack.Packer:
@@ -101,7 +100,7 @@ def _encode_batch(stream: str, n: int, layout: tuple[int, int], counts: np.ndarr
         fields += (array.dtype.str, array.tobytes())
     fields.append(labels)
     payload = msgpack.packb(fields, use_bin_type=True)
-    return _HEADER.pack(_MAGIC_BATCH, len(payload), zlib.crc32(payload)) + payload
+    return frame(_MAGIC_BATCH, payload)
 
 
 class LabelJournal:
@@ -198,31 +197,17 @@ class LabelJournal:
 
 
 def _iter_lessons(data: bytes) -> Iterator[Lesson | str]:
-    offset = 0
-    end = len(data)
-    while offset < end:
-        if end - offset < _HEADER.size:
-            yield f"byte {offset}: a torn record (a write cut short), {end - offset} bytes"
+    for record in iter_records(data, (_MAGIC, _MAGIC_BATCH), "a journal record"):
+        if isinstance(record, str):
+            yield record
             return
-        magic, length, crc = _HEADER.unpack_from(data, offset)
-        if magic not in (_MAGIC, _MAGIC_BATCH):
-            yield f"byte {offset}: not a journal record (no record marker)"
-            return
-        start = offset + _HEADER.size
-        if start + length > end:
-            yield f"byte {offset}: a torn record (a write cut short), {end - offset} bytes"
-            return
-        payload = data[start : start + length]
-        if zlib.crc32(payload) != crc:
-            yield f"byte {offset}: checksum mismatch (a damaged record)"
-            return
+        offset, magic, payload = record
         try:
             lessons = (_decode(payload) if magic == _MAGIC else _decode_batch(payload))
         except (ValueError, TypeError, IndexError, msgpack.UnpackException) as exc:
             yield f"byte {offset}: a record that does not decode ({exc})"
             return
         yield from lessons
-        offset = start + length
 
 
 def _decode(payload: bytes) -> list[Lesson]:

@@ -45,14 +45,14 @@ duplicate; it is not learned either way).
 from __future__ import annotations
 
 import os
-import struct
 import time
-import zlib
 from collections.abc import Callable
 from typing import Any
 
 import msgpack
 import numpy as np
+
+from .records import frame, iter_records
 
 __all__ = ["COMPACT_MIN_BYTES", "REQUEST_FSYNC_S", "REQUESTS_NAME", "RequestLog",
            "open_request_log", "read_requests"]
@@ -65,12 +65,10 @@ REQUEST_FSYNC_S = 30.0
 
 _ISSUED = b"ELR1"
 _ANSWERED = b"ELR2"
-_HEADER = struct.Struct("<4sII")
 
 
 def _record(marker: bytes, fields: list) -> bytes:
-    payload = msgpack.packb(fields, use_bin_type=True)
-    return _HEADER.pack(marker, len(payload), zlib.crc32(payload)) + payload
+    return frame(marker, msgpack.packb(fields, use_bin_type=True))
 
 
 def _issued(req_id: str, stream: str, seq: int, features: Any, y_hat: Any,
@@ -201,22 +199,12 @@ def read_requests(path: str, ttl_s: float, now_wall: float | None = None
         return [], [], None
     issued: dict[str, tuple] = {}
     answered: list[tuple] = []
-    offset, end, problem = 0, len(data), None
-    while offset < end:
-        if end - offset < _HEADER.size:
-            problem = f"byte {offset}: a torn record (a write cut short)"
+    problem = None
+    for record in iter_records(data, (_ISSUED, _ANSWERED), "a request record"):
+        if isinstance(record, str):
+            problem = record
             break
-        marker, length, crc = _HEADER.unpack_from(data, offset)
-        start = offset + _HEADER.size
-        if marker not in (_ISSUED, _ANSWERED) or start + length > end:
-            problem = f"byte {offset}: " + ("a torn record (a write cut short)"
-                                            if marker in (_ISSUED, _ANSWERED)
-                                            else "not a request record (no record marker)")
-            break
-        payload = data[start:start + length]
-        if zlib.crc32(payload) != crc:
-            problem = f"byte {offset}: checksum mismatch (a damaged record)"
-            break
+        offset, marker, payload = record
         try:
             fields = msgpack.unpackb(payload, raw=False, strict_map_key=False)
             if marker == _ISSUED:
@@ -229,10 +217,9 @@ def read_requests(path: str, ttl_s: float, now_wall: float | None = None
                 req_id, stream = fields
                 if issued.pop(req_id, None) is not None:
                     answered.append((req_id, stream, "duplicate"))
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, IndexError, msgpack.UnpackException) as exc:
             problem = f"byte {offset}: a record that does not decode ({exc})"
             break
-        offset = start + length
     return list(issued.values()), answered, problem
 
 
