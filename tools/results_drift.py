@@ -49,7 +49,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runs import finished, load_cache, save_cache  # noqa: E402
+from runs import finished, load_cache, pack_bits, save_cache, test_then_train, unpack_bits  # noqa: E402
 from summaries import write_summary  # noqa: E402
 
 CHUNK = 100
@@ -135,37 +135,21 @@ def make_model(model: str, seed: int):
 def run_one(stream: str, n: int, seed: int, models: list[str]) -> dict:
     """Test-then-train of every model over one stream in this process: per
     model the correctness of each prediction and its CPU seconds."""
-    from edgelearn import OnlineEnsemble
-
     rows, labels = make_stream(stream, n, seed)
     out = {"n": len(labels)}
     for model_id in models:
         model = make_model(model_id, seed)
-        correct = np.zeros(len(labels), dtype=bool)
         start = time.process_time()
-        if isinstance(model, OnlineEnsemble):
-            for i, (x, label) in enumerate(zip(rows, labels)):
-                decision = model.decide_one(x)
-                correct[i] = decision.label == label
-                model.learn(decision.slots, decision.z, label)
-        else:
-            for i, (x, label) in enumerate(zip(rows, labels)):
-                correct[i] = model.predict_one(x) == label
-                model.learn_one(x, label)
+        correct = test_then_train(model, rows, labels)
         seconds = time.process_time() - start
-        out[model_id] = {"cpu_seconds": seconds, "correct": np.packbits(correct).tobytes().hex()}
+        out[model_id] = {"cpu_seconds": seconds, "correct": pack_bits(correct)}
     return out
-
-
-def _correct(result: dict, model: str) -> np.ndarray:
-    bits = np.unpackbits(np.frombuffer(bytes.fromhex(result[model]["correct"]), dtype=np.uint8))
-    return bits[: result["n"]].astype(bool)
 
 
 def summarize(result: dict, model: str) -> dict:
     from edgelearn import metrics
 
-    correct = _correct(result, model)
+    correct = unpack_bits(result[model]["correct"], result["n"])
     ones = np.ones(len(correct), dtype=np.int64)
     return {
         "accuracy": float(correct.mean()),

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runs import finished, load_cache, save_cache  # noqa: E402
+from runs import finished, load_cache, pack_bits, save_cache, test_then_train, unpack_bits  # noqa: E402
 
 CHUNK = 100
 #: Table 3 of the paper: AC_OE's average real-time accuracy.
@@ -126,29 +126,16 @@ def run_one(stream: str, model_id: str, n: int, seed: int) -> dict:
     rows = [dict(zip(names, row)) for row in X.tolist()]
     labels = y.tolist()
     model = make_model(model_id, n_classes, seed)
-    correct = np.zeros(len(labels), dtype=bool)
     start = time.perf_counter()
-    if isinstance(model, OnlineEnsemble):
-        for i, (x, label) in enumerate(zip(rows, labels)):
-            decision = model.decide_one(x)
-            correct[i] = decision.label == label
-            model.learn(decision.slots, decision.z, label)
-    else:
-        for i, (x, label) in enumerate(zip(rows, labels)):
-            correct[i] = model.predict_one(x) == label
-            model.learn_one(x, label)
+    correct = test_then_train(model, rows, labels)
     seconds = time.perf_counter() - start
-    return {"n": len(labels), "seconds": seconds, "correct": np.packbits(correct).tobytes().hex()}
-
-
-def _correct(result: dict) -> np.ndarray:
-    return np.unpackbits(np.frombuffer(bytes.fromhex(result["correct"]), dtype=np.uint8))[: result["n"]].astype(bool)
+    return {"n": len(labels), "seconds": seconds, "correct": pack_bits(correct)}
 
 
 def summarize(stream: str, result: dict) -> dict:
     from edgelearn import metrics
 
-    correct = _correct(result)
+    correct = unpack_bits(result["correct"], result["n"])
     truth = np.ones(len(correct), dtype=np.int64)
     predicted = correct.astype(np.int64)
     raccs = metrics.realtime_accuracies(truth, predicted, chunk=CHUNK)

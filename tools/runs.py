@@ -16,6 +16,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+import numpy as np
+
 
 def finished(run: Callable[..., Any], tasks: Iterable[tuple], jobs: int,
              *extra: Any) -> Iterator[tuple[tuple, Any]]:
@@ -47,3 +49,32 @@ def save_cache(path: Path | None, cache: dict) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(cache))
     os.replace(tmp, path)
+
+
+def test_then_train(model: Any, rows: list[dict], labels: list) -> np.ndarray:
+    """Prequential run of one model over a stream: whether each prediction,
+    made before the model learns that reading's label, was right. An
+    edgelearn ``OnlineEnsemble`` learns from its own decision (its slots and
+    values) so it does not rebuild them; River-style models use
+    ``predict_one`` then ``learn_one``."""
+    correct = np.zeros(len(labels), dtype=bool)
+    if hasattr(model, "decide_one"):
+        for i, (x, label) in enumerate(zip(rows, labels)):
+            decision = model.decide_one(x)
+            correct[i] = decision.label == label
+            model.learn(decision.slots, decision.z, label)
+    else:
+        for i, (x, label) in enumerate(zip(rows, labels)):
+            correct[i] = model.predict_one(x) == label
+            model.learn_one(x, label)
+    return correct
+
+
+def pack_bits(flags: np.ndarray) -> str:
+    """A boolean array as hex text, eight flags a byte, for a JSON cache."""
+    return np.packbits(flags).tobytes().hex()
+
+
+def unpack_bits(text: str, n: int) -> np.ndarray:
+    """The first ``n`` flags that ``pack_bits`` wrote."""
+    return np.unpackbits(np.frombuffer(bytes.fromhex(text), dtype=np.uint8))[:n].astype(bool)
