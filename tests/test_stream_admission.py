@@ -171,14 +171,20 @@ def test_checkpoints_of_absent_streams_beyond_the_disk_budget_are_deleted_oldest
     assert registry.collect()["streams_returned"] == 1
 
 
-def test_a_start_restores_the_journal_streams_first_then_the_newest_within_the_reserve(tmp_path):
-    now = [0.0]
-    admission, _, _ = _admission(tmp_path, lambda: now[0])
+def _four_checkpointed_streams(tmp_path, clock):
+    """Streams s0..s3, each with one reading, checkpointed, s3 the newest."""
+    admission, _, _ = _admission(tmp_path, clock)
     pipeline, store, topics = admission.pipeline, admission.store, Topics()
     for n in range(4):
         pipeline.handle(topics.data(f"s{n}"), encode_data(0.0, 0, {"a": 1.0}), 0.0)
         store.save(pipeline, f"s{n}")
         os.utime(store.path(f"s{n}"), (1000 + n, 1000 + n))
+    return pipeline, store
+
+
+def test_a_start_restores_the_journal_streams_first_then_the_newest_within_the_reserve(tmp_path):
+    now = [0.0]
+    pipeline, store = _four_checkpointed_streams(tmp_path, lambda: now[0])
     again, _, _ = _admission(tmp_path, lambda: now[0], reserved_stream_slots=2)
     assert again.store.report["restored"] == ["s2", "s3"]  # the newest two
     assert again.store.report["not_restored"] == ["s0", "s1"]
@@ -189,12 +195,7 @@ def test_a_start_restores_the_journal_streams_first_then_the_newest_within_the_r
 
 def test_a_crash_start_restores_the_journals_streams_to_replay_then_trims_to_the_limit(tmp_path):
     now = [0.0]
-    admission, _, _ = _admission(tmp_path, lambda: now[0])
-    pipeline, store, topics = admission.pipeline, admission.store, Topics()
-    for n in range(4):
-        pipeline.handle(topics.data(f"s{n}"), encode_data(0.0, 0, {"a": 1.0}), 0.0)
-        store.save(pipeline, f"s{n}")
-        os.utime(store.path(f"s{n}"), (1000 + n, 1000 + n))
+    pipeline, store = _four_checkpointed_streams(tmp_path, lambda: now[0])
     # Each learned a label after its checkpoint: only the journal has it (a crash).
     journal = LabelJournal(os.path.join(store.directory, JOURNAL_NAME))
     for n in range(4):
