@@ -51,6 +51,7 @@ River with every label in parentheses, and the labels used.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import math
@@ -88,6 +89,7 @@ class Variant(Base):
 
     def __init__(self, variant=(), **kw):
         v = dict(variant)
+        v.pop("code", None)  # the tool's digest, for the cache key only
         kw.update({k: value for k, value in v.items() if k in Base._param_names()})
         super().__init__(**kw)
         self._variant = v
@@ -285,19 +287,26 @@ def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=No
                        families_module.RIVER_SOFTMAX),
     }
     # run_one builds edgelearn.ActiveAROW: the variant class stands in for it, in this
-    # process and the workers it forks.
-    edgelearn.ActiveAROW = Variant
+    # process and the workers it forks, and is put back after.
+
+    # A cached run is keyed by edgelearn's code (results_label_budget.code_version) and
+    # by its parameters; a variant's also by this file's code, which makes it.
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
     def params_of(variant):
         params = {"target_query_rate": BUDGET}
         if variant:
-            params["variant"] = tuple(sorted(variant.items()))
+            params["variant"] = tuple(sorted({**variant, "code": code}.items()))
         return params
 
     units = [(p, t, s, m, tool.frozen(pr)) for v in variants for p in tool.PROTOCOLS
              for tasks, rival in families.values() for t in tasks for s in seeds
              for m, pr in ((tool.OURS, params_of(v)), (rival, {}))]
-    results = tool.run(units, jobs, cache, label="variants ")
+    edgelearn.ActiveAROW = Variant
+    try:
+        results = tool.run(units, jobs, cache, label="variants ")
+    finally:
+        edgelearn.ActiveAROW = Base
     table = {}
     for v in variants:
         rows = {}
