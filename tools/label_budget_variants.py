@@ -31,6 +31,9 @@ Variants (keys of the JSON object; any of ActiveAROW's parameters may be given t
   reaches its asymptote with fewer labels);
 * ``probit_mc``: multiclass prediction by the largest ``m_c / sqrt(probit_mc +
   v_c)`` instead of the largest margin; ``probit_u`` also queries on that gap;
+* ``r_ramp``: AROW's ``r`` grows from ``r / r_ramp`` at the first label to ``r`` at
+  the ``r_ramp``-th (a young model's zero weights are no knowledge worth keeping:
+  larger steps while few labels have come);
 * ``rare_q``: the query rule reads ``u * ((n_c + 1) / (mean n + 1))^rare_q``, ``n_c``
   the labels learned of the predicted class and ``mean n`` over the known classes,
   so a reading predicted to be of a class with few labels is asked for more
@@ -212,6 +215,9 @@ class Variant(Base):
 
     def learn(self, slots, z, y):
         v = self._variant
+        if "r_ramp" in v:
+            self._labels_learned = getattr(self, "_labels_learned", 0) + 1
+            self._r = float(self.r) * min(1.0, self._labels_learned / v["r_ramp"])
         if self._class_labels is not None:
             if self.binary:
                 self._class_labels[1 if self.targets.sign(y) > 0 else 0] += 1.0
