@@ -1,0 +1,57 @@
+"""tools/label_budget_variants.py: its NumPy AROW step is the kernels' step (so a
+variant built on it differs from the learner by the variant alone), and a tiny
+measurement runs end to end beside River."""
+
+import random
+
+import numpy as np
+
+import edgelearn
+
+from edgelearn.evaluate import prequential
+from results_pages import load_tool
+
+
+def _stream(n_classes, n=400, seed=3):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a, b, c = rng.gauss(0, 1), rng.gauss(0, 1), rng.gauss(0, 1)
+        x = {"a": a, "b": b, "c": c} if rng.random() > 0.3 else {"b": b, "c": c}
+        y = a + b > 0 if n_classes == 2 else int(a > 0) + int(b > 0.5) + (1 if n_classes > 3 and c > 1 else 0)
+        out.append((x, y))
+    return out
+
+
+def test_numpy_step_matches_the_kernels_binary_and_multiclass():
+    tool = load_tool("label_budget_variants")
+    for n_classes in (2, 4):
+        stream = _stream(n_classes)
+        base = tool.Base(target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
+        check = tool.Variant({"mode": "hinge"}, target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
+        a, b = prequential(base, stream), prequential(check, stream)
+        assert np.array_equal(a.predictions, b.predictions)
+        assert np.array_equal(a.asked, b.asked) and 0 < np.mean(a.asked) < 0.2
+        np.testing.assert_allclose(check.W, base.W, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(check.S, base.S, rtol=1e-9, atol=1e-12)
+
+
+def test_a_variant_changes_what_it_names():
+    tool = load_tool("label_budget_variants")
+    stream = _stream(2)
+    base = prequential(tool.Base(target_query_rate=0.1, seed=5, capacity=8), stream)
+    replayed = prequential(tool.Variant({"replay": 8, "steps": 2}, target_query_rate=0.1, seed=5, capacity=8), stream)
+    assert not np.array_equal(replayed.predictions, base.predictions)
+
+
+def test_tiny_measurement_beside_river(tmp_path):
+    tool = load_tool("label_budget_variants")
+    table = tool.measure([{}, {"variance_floor": 0.5}], jobs=1, cache=tmp_path / "cache.json", seeds=(1000,),
+                         binary_tasks=["spect"], multiclass_tasks=["dermatology"])
+    assert edgelearn.ActiveAROW is tool.Base  # the stand-in is put back
+    assert list(table) == ["base", '{"variance_floor": 0.5}']
+    for rows in table.values():
+        assert set(rows) == {(p, f) for p in ("paacds", "haphazard") for f in ("binary", "multiclass")}
+        for acc, f1, dacc, df1, rate in rows.values():
+            assert 0 < acc <= 100 and 0 <= f1 <= 100 and -100 < dacc < 100
+            assert 5 < rate <= 10.5  # the 10% budget held on a 267- and a 366-reading stream

@@ -1,0 +1,347 @@
+"""The variants of ActiveAROW tried for issue 26's 10% aim, each on the tuning seeds.
+
+``tools/results_label_budget.py --tune-budget 0.1 --set NAME=VALUE`` measures a
+setting of the learner's parameters; a variant of its *code* (a second kind of
+update, a buffer, a prediction rule) needs code.  This tool keeps that code, as
+a subclass of :class:`edgelearn.ActiveAROW` whose extra behaviour a ``variant``
+(a JSON object) switches on, so every number that ``docs/learners.md`` gives for
+such a variant has a command behind it.  Every variant runs at a 10% budget on
+seeds 1000-1002 (which no page reports), on the 13 binary and 4 multiclass tasks
+under both protocols, beside River given every label, through
+``results_label_budget``'s own runner (its streams, scores and cache format).
+
+Variants (keys of the JSON object; any of ActiveAROW's parameters may be given too):
+
+* ``mode``: ``"hinge"`` AROW's update written in NumPy (a check: the same
+  numbers as the kernels), ``"var"`` the variance also shrinks on a label the
+  model already gets right by a margin of 1 (a Bayesian belief narrows with every
+  observation), ``"ls"`` the squared loss on every label (diagonal recursive
+  least squares: a margin above 1 is pulled back);
+* ``bin_prior``: the bin weights' prior variance (the linear ones keep 1): a
+  smaller one trusts the linear part first, the shape later;
+* ``b_prior``: the intercept's prior variance;
+* ``replay`` (buffer size), ``steps``, ``w``: a bounded buffer of the asked
+  labels' features; after each asked label ``steps`` of them, drawn at random,
+  are learned again with weight ``w`` (AROW's ``r / w``);
+* ``nb``: a Gaussian naive-Bayes score over the standardized channels (class
+  means and a pooled variance per channel from the asked labels, ``nb_k``
+  pseudo-readings of mean 0 and variance 1) as one more AROW feature, its
+  weight starting at ``nb_w0``; ``nb_norm`` divides it by the square root of the
+  present channels (binary only: Ng & Jordan, NIPS 2001, a generative model
+  reaches its asymptote with fewer labels);
+* ``probit_mc``: multiclass prediction by the largest ``m_c / sqrt(probit_mc +
+  v_c)`` instead of the largest margin; ``probit_u`` also queries on that gap;
+* ``r_ramp``: AROW's ``r`` grows from ``r / r_ramp`` at the first label to ``r`` at
+  the ``r_ramp``-th (a young model's zero weights are no knowledge worth keeping:
+  larger steps while few labels have come);
+* ``rare_q``: the query rule reads ``u * ((n_c + 1) / (mean n + 1))^rare_q``, ``n_c``
+  the labels learned of the predicted class and ``mean n`` over the known classes,
+  so a reading predicted to be of a class with few labels is asked for more
+  (macro F1 counts a rare class as much as a common one);
+* ``prior_shift``: after that many labels, the binary prediction's odds
+  ``Phi(m / sqrt(1 + v))`` are moved from the asked labels' class share to the
+  stream's, estimated with weights ``1 / max(p, target)`` (Saerens et al.,
+  Neural Computation 2002).
+
+Run from the repository root (``base`` is the learner as it is)::
+
+    .venv/bin/python tools/label_budget_variants.py base '{"bin_prior": 0.5}' --jobs 2
+
+One line per variant: mean accuracy and F1 per protocol and family, the gap to
+River with every label in parentheses, and the labels used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import edgelearn
+from edgelearn.kernels import arow as K
+
+BUDGET = 0.1
+
+
+def _sibling(name: str):
+    """A module of tools/ by file name, registered so worker processes unpickle its functions."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+Base = edgelearn.ActiveAROW
+
+
+class Variant(Base):
+    """ActiveAROW with the variant named by ``variant`` (pairs or a dict; see the module docstring)."""
+
+    @classmethod
+    def _param_names(cls):
+        return Base._param_names()
+
+    def __init__(self, variant=(), **kw):
+        v = dict(variant)
+        v.pop("code", None)  # the tool's digest, for the cache key only
+        kw.update({k: value for k, value in v.items() if k in Base._param_names()})
+        super().__init__(**kw)
+        self._variant = v
+        if "bin_prior" in v:
+            self.S[:, self.capacity:] = v["bin_prior"]
+        if "b_prior" in v and self.learn_intercept:
+            self.Sb[:] = v["b_prior"]
+        if "replay" in v:
+            n, width = v["replay"], self.W.shape[1]
+            self._buf_slots = np.zeros((n, width), dtype=np.int32)
+            self._buf_z = np.zeros((n, width), dtype=np.float64)
+            self._buf_k = np.zeros(n, dtype=np.int64)
+            self._buf_y = np.zeros(n, dtype=np.int64)
+            self._buf_n = 0
+            self._draws = np.random.default_rng(kw.get("seed", 0) + 77)
+        if "nb" in v:
+            self._nb_n = np.zeros((2, self.capacity))
+            self._nb_s = np.zeros((2, self.capacity))
+            self._nb_q = np.zeros((2, self.capacity))
+            self._nb_W, self._nb_S = float(v.get("nb_w0", 0.0)), 1.0
+        self._shares = [0.0, 0.0, 0.0, 0.0]  # prior_shift: asked positives, negatives, and 1/p-weighted
+        self._p_last = 1.0
+        self._class_labels = np.zeros(max(self.n_classes, 2)) if "rare_q" in v else None
+        self._predicted = 0
+
+    # -- prediction -------------------------------------------------------------
+
+    def _score(self, slots, z):
+        code, margin = self._score_variant(slots, z)
+        if self._class_labels is not None:
+            self._predicted = (1 if code else 0) if self.binary else max(int(code), 0)
+        return code, margin
+
+    def _score_variant(self, slots, z):
+        v = self._variant
+        if "probit_mc" in v and not self.binary:
+            code, margin = super()._score(slots, z)
+            n_known = len(self.targets.labels)
+            if n_known < 2:
+                return code, margin
+            pm = self._m[:n_known] / np.sqrt(v["probit_mc"] + self._v[:n_known])
+            best, runner = (int(i) for i in np.argsort(-pm)[:2])
+            if v.get("probit_u"):
+                self._u = abs(pm[best] - pm[runner]) / math.sqrt(2.0)
+            return best, float(self._m[best] - self._m[runner])
+        if "prior_shift" in v and self.binary:
+            code, margin = super()._score(slots, z)
+            pos, neg, wpos, wneg = self._shares
+            if pos + neg < v["prior_shift"]:
+                return code, margin
+            asked_share = (pos + 1.0) / (pos + neg + 2.0)
+            stream_share = (wpos + 1.0) / (wpos + wneg + 2.0)
+            p = 0.5 * math.erfc(-float(self._m[0]) / math.sqrt(2.0 * (1.0 + float(self._v[0]))))
+            p = min(max(p, 1e-9), 1.0 - 1e-9)
+            odds = p / (1 - p) * (stream_share / (1 - stream_share)) / (asked_share / (1 - asked_share))
+            return odds > 1.0, margin
+        if "nb" in v and self.binary:
+            f = self._nb_score(slots, z)
+            fs, fz = self._features(slots, z)
+            K.scores(fs, fz, len(fs), self.W, self.S, self.b, self.Sb, self._m, self._v)
+            self._m[0] += self._nb_W * f
+            self._v[0] += self._nb_S * f * f
+            margin, self._u = K.confidence(self._m, self._v, 1, True)
+            return margin > 0.0, margin
+        return super()._score(slots, z)
+
+    def _ask(self, margin):
+        a = self._variant.get("rare_q")
+        if a and self._class_labels is not None and self._class_labels.sum() > 0:
+            n_known = max(len(self.targets.labels), 2)
+            counts = self._class_labels[:n_known]
+            self._u *= ((counts[self._predicted] + 1.0) / (counts.mean() + 1.0)) ** a
+        self._p_last = 1.0 / (1.0 + (self._u / self._current_threshold) ** float(self.query_power))
+        return super()._ask(margin)
+
+    def _nb_score(self, slots, z):
+        ok = slots >= 0
+        s, x = slots[ok], z[ok]
+        if len(s) == 0:
+            return 0.0
+        k0 = self._variant.get("nb_k", 1.0)
+        n = self._nb_n[:, s]
+        mu = self._nb_s[:, s] / (n + k0)
+        within = self._nb_q[:, s] - self._nb_s[:, s] ** 2 / np.maximum(n, 1e-12)
+        var = (within.sum(0) + k0) / (n.sum(0) + k0)
+        score = float(np.sum((mu[1] - mu[0]) / var * (x - 0.5 * (mu[1] + mu[0]))))
+        return score / math.sqrt(len(s)) if self._variant.get("nb_norm") else score
+
+    # -- learning ---------------------------------------------------------------
+
+    def _learn_row(self, fs, fz, y, row, mode, extra=None):
+        """AROW's step on ``row`` in NumPy (``mode`` as in the module docstring);
+        ``extra``: one more feature ``(value, [mean], [variance])`` learned with it."""
+        W, S, b, Sb, r, floor = self.W, self.S, self.b, self.Sb, self._r, self._floor
+        ok = fs >= 0
+        fs, fz = fs[ok], fz[ok]
+        m = float(W[row, fs] @ fz) + b[row]
+        var = float(S[row, fs] @ (fz * fz)) + Sb[row]
+        if extra is not None:
+            m += extra[1][0] * extra[0]
+            var += extra[2][0] * extra[0] ** 2
+        loss = 1.0 - y * m
+        if loss <= 0.0:
+            if mode == "var":
+                loss = 0.0
+            elif mode != "ls":
+                return
+        beta = 1.0 / (var + r)
+        alpha = loss * beta
+        sz = S[row, fs] * fz
+        W[row, fs] += alpha * y * sz
+        S[row, fs] = np.maximum(S[row, fs] - beta * sz * sz, floor)
+        if Sb[row] > 0.0:
+            b[row] += alpha * y * Sb[row]
+            Sb[row] = max(Sb[row] - beta * Sb[row] * Sb[row], floor)
+        if extra is not None:
+            sf = extra[2][0] * extra[0]
+            extra[1][0] += alpha * y * sf
+            extra[2][0] = max(extra[2][0] - beta * sf * sf, floor)
+
+    def learn(self, slots, z, y):
+        v = self._variant
+        if "r_ramp" in v:
+            self._labels_learned = getattr(self, "_labels_learned", 0) + 1
+            self._r = float(self.r) * min(1.0, self._labels_learned / v["r_ramp"])
+        if self._class_labels is not None:
+            if self.binary:
+                self._class_labels[1 if self.targets.sign(y) > 0 else 0] += 1.0
+            else:
+                self._class_labels[self.targets.index(y)] += 1.0
+        if self.binary and "prior_shift" in v:
+            w = 1.0 / max(self._p_last, BUDGET)
+            side = 0 if self.targets.sign(y) > 0 else 1
+            self._shares[side] += 1.0
+            self._shares[2 + side] += w
+        if "nb" in v and self.binary:
+            sign = self.targets.sign(y)
+            f = self._nb_score(slots, z)
+            fs, fz = self._features(slots, z)
+            mean, variance = [self._nb_W], [self._nb_S]
+            self._learn_row(fs.copy(), fz.copy(), sign, 0, "hinge", (f, mean, variance))
+            self._nb_W, self._nb_S = mean[0], variance[0]
+            ok = slots >= 0
+            c = 1 if sign > 0 else 0
+            self._nb_n[c, slots[ok]] += 1.0
+            self._nb_s[c, slots[ok]] += z[ok]
+            self._nb_q[c, slots[ok]] += z[ok] ** 2
+            return
+        if "mode" in v:
+            fs, fz = self._features(slots, z)
+            fs, fz = fs.copy(), fz.copy()
+            if self.binary:
+                self._learn_row(fs, fz, self.targets.sign(y), 0, v["mode"])
+                return
+            c = self.targets.index(y)
+            n_known = len(self.targets.labels)
+            if c > 0 and c == n_known - 1 and K.fresh_row(c, self.W, self.b):
+                K.start_row(c, self.W, self.b)
+            for row in range(n_known):
+                self._learn_row(fs, fz, 1.0 if row == c else -1.0, row, v["mode"])
+            return
+        if "replay" in v:
+            self._replay_then_keep(slots, z)
+        super().learn(slots, z, y)
+        if "replay" in v:
+            j = (self._buf_n - 1) % len(self._buf_k)
+            self._buf_y[j] = self.targets.sign(y) if self.binary else self.targets.index(y)
+
+    def _replay_then_keep(self, slots, z):
+        v = self._variant
+        r = self._r / v.get("w", 1.0)
+        if self._buf_n:
+            for _ in range(v.get("steps", 1)):
+                i = self._draws.integers(min(self._buf_n, len(self._buf_k)))
+                k = self._buf_k[i]
+                if self.binary:
+                    K.learn_row(self._buf_slots[i, :k], self._buf_z[i, :k], k, float(self._buf_y[i]),
+                                self.W, self.S, self.b, self.Sb, 0, r, self._floor)
+                else:
+                    K.learn_multiclass(self._buf_slots[i, :k], self._buf_z[i, :k], k, int(self._buf_y[i]),
+                                       len(self.targets.labels), self.W, self.S, self.b, self.Sb, r, self._floor)
+        fs, fz = self._features(slots, z)
+        j = self._buf_n % len(self._buf_k)
+        self._buf_slots[j, :len(fs)] = fs
+        self._buf_z[j, :len(fz)] = fz
+        self._buf_k[j] = len(fs)
+        self._buf_n += 1
+
+
+def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=None, multiclass_tasks=None):
+    """``{variant name: {(protocol, family): (accuracy, F1, accuracy gap, F1 gap, labels %)}}``."""
+    tool = _sibling("results_label_budget")
+    families_module = tool._families()
+    seeds = tuple(seeds or tool.TUNE_SEEDS)
+    families = {
+        "binary": (list(binary_tasks or tool.TASKS), tool.RIVER_LR),
+        "multiclass": ([families_module.multiclass_task(t) for t in (multiclass_tasks or families_module.MULTICLASS_TASKS)],
+                       families_module.RIVER_SOFTMAX),
+    }
+    # run_one builds edgelearn.ActiveAROW: the variant class stands in for it, in this
+    # process and the workers it forks, and is put back after.
+
+    # A cached run is keyed by edgelearn's code (results_label_budget.code_version) and
+    # by its parameters; a variant's also by this file's code, which makes it.
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+    def params_of(variant):
+        params = {"target_query_rate": BUDGET}
+        if variant:
+            params["variant"] = tuple(sorted({**variant, "code": code}.items()))
+        return params
+
+    units = [(p, t, s, m, tool.frozen(pr)) for v in variants for p in tool.PROTOCOLS
+             for tasks, rival in families.values() for t in tasks for s in seeds
+             for m, pr in ((tool.OURS, params_of(v)), (rival, {}))]
+    edgelearn.ActiveAROW = Variant
+    try:
+        results = tool.run(units, jobs, cache, label="variants ")
+    finally:
+        edgelearn.ActiveAROW = Base
+    table = {}
+    for v in variants:
+        rows = {}
+        for p in tool.PROTOCOLS:
+            for family, (tasks, rival) in families.items():
+                def mean(method, pr, metric):
+                    return 100 * float(np.mean([results[(p, t, s, method, tool.frozen(pr))][metric]
+                                                for t in tasks for s in seeds]))
+                acc, f1, rate = (mean(tool.OURS, params_of(v), m) for m in ("accuracy", "f1", "query_rate"))
+                rows[(p, family)] = (acc, f1, acc - mean(rival, {}, "accuracy"), f1 - mean(rival, {}, "f1"), rate)
+        table[json.dumps(v) if v else "base"] = rows
+    return table
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="tools/label_budget_variants.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("variants", nargs="+", help="'base', or a JSON object of a variant")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time, in processes (default: 1)")
+    parser.add_argument("--cache", default=".cache/label-budget-variants.json",
+                        help="JSON file of finished runs (default: %(default)s); '' for none")
+    args = parser.parse_args(argv)
+    variants = [{} if v == "base" else json.loads(v) for v in args.variants]
+    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None)
+    for name, rows in table.items():
+        cells = [f"{p} {family}: accuracy {acc:.1f} ({dacc:+.1f}), F1 {f1:.1f} ({df1:+.1f}), labels {rate:.1f}%"
+                 for (p, family), (acc, f1, dacc, df1, rate) in rows.items()]
+        print(name, "|", " | ".join(cells), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
