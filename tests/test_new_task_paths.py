@@ -118,3 +118,226 @@ def test_jitted_row_loop_is_decide_one_and_learn_bit_for_bit(kind, task, params,
         assert sa.tolist() == sb.tolist() and za.tobytes() == zb.tobytes()
     _assert_same_state(reference, jitted)
     assert reference.channels.n_evicted > 0
+
+
+# --- through the pipeline: log replay and the gateway's batches ------------------------
+
+import msgpack  # noqa: E402
+
+from firmware_bridge.offline.replay import replay_records  # noqa: E402
+from firmware_bridge.pipeline import Pipeline  # noqa: E402
+from firmware_bridge.wire import Limits, encode_batch, encode_data, encode_label  # noqa: E402
+from firmware_bridge.wire.logfile import LogRecord, iter_logs, write_log  # noqa: E402
+
+_PARAMS = {"surprise": {"capacity": 8, "evict_after": 50, "target_query_rate": 0.2, "warmup": 10,
+                        "season": 5},
+           "arow_regressor": {"capacity": 8, "evict_after": 50, "target_query_rate": 0.2, "seed": 3,
+                              "n_bins": 2}}
+
+
+def _answer(kind: str, base, rng):
+    """A reading's answer: a verdict (anomaly) or a reference (regression); now and
+    then one the wire refuses for the task (its message is rejected as bad_label)."""
+    if rng.random() < 0.02:
+        return "maybe"
+    if kind == "surprise":
+        return bool(base[1] > 2.0) if rng.random() < 0.5 else int(base[1] > 2.0)
+    return float(3.0 * base[0] - base[1] + 0.1 * rng.normal()) if rng.random() < 0.9 else int(base[0] * 10)
+
+
+def _log_records(kind: str, seed: int, n: int = 2500) -> list[LogRecord]:
+    """Three streams and a fourth beyond max_streams, channels that vanish and come
+    back, bursts of new names (slots recycled), spikes, answers on most messages,
+    non-finite values, batches (one malformed now and then), malformed payloads,
+    unknown topics and stray label answers."""
+    rng = np.random.default_rng(seed)
+    records, seqs, t = [], {}, 0.0
+    for i in range(n):
+        t += 0.5
+        stream = ["kitchen", "hall", "attic", "garage"][min(int(rng.integers(0, 31)) // 10, 3)]
+        seq = seqs[stream] = seqs.get(stream, -1) + 1
+        base = rng.normal(size=6)
+        if rng.random() < 0.03:
+            base[1] += 10.0
+        channels = {f"c{j}": float(base[j]) for j in range(6)
+                    if not ((j in (2, 3) and rng.random() < 0.3) or (j == 5 and (i // 400) % 2))}
+        if i % 150 == 75:
+            for j in range(6, 12):
+                channels[f"x{i}_{j}"] = float(rng.normal())
+        if rng.random() < 0.02:
+            channels["c1"] = math.nan
+        y = _answer(kind, base, rng) if rng.random() < 0.7 else None
+        payload = encode_data(t, seq, channels, y)
+        if i % 97 == 5:
+            more = [(t + 0.1 * k, seq + k, channels, y) for k in range(1, 4)]
+            seqs[stream] = seq + 3
+            payload = encode_batch([(t, seq, channels, y), *more])
+            if i % 3 == 0:
+                payload = payload.replace(b"seq", b"sex", 1)
+        elif rng.random() < 0.01:
+            payload = payload[:-3]
+        if rng.random() < 0.005:
+            seqs[stream] += 2
+        records.append(LogRecord(f"sensors/{stream}/data", t, payload))
+        if rng.random() < 0.01:
+            records.append(LogRecord("sensors/kitchen/oops", t, b"\x80"))
+        if rng.random() < 0.01:
+            records.append(LogRecord(f"edgelearn/{stream}/label", t, encode_label("gw1-9", True)))
+    return records
+
+
+def _replay_pipeline(kind: str, policy: str) -> Pipeline:
+    return Pipeline(kind, _PARAMS[kind], max_streams=3, label_policy=policy,
+                    limits=Limits(max_channels=16))
+
+
+def _equal_tree(a, b, path="state"):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            _equal_tree(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), path
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _equal_tree(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == b or (a != a and b != b), path
+    else:
+        assert a == b and type(a) is type(b), path
+
+
+def _assert_same(live: Pipeline, bulk: Pipeline) -> None:
+    assert live.counters() == bulk.counters()
+    assert live.status()["streams"] == bulk.status()["streams"]
+    assert live.streams == bulk.streams
+    for name in live.streams:
+        _equal_tree(live.to_state(name), bulk.to_state(name), name)
+        assert live.metrics(name).as_dict() == bulk.metrics(name).as_dict()
+        _equal_tree(live.last_output(name), bulk.last_output(name), f"{name}.last_output")
+
+
+@pytest.mark.parametrize("kind", ["surprise", "arow_regressor"])
+@pytest.mark.parametrize(("seed", "policy", "chunk"), [(0, "from_data", 65_536), (1, "all", 65_536),
+                                                       (2, "from_data", 97)])
+def test_jitted_log_replay_equals_the_live_pipeline(kind, seed, policy, chunk):
+    records = _log_records(kind, seed)
+    live, bulk = _replay_pipeline(kind, policy), _replay_pipeline(kind, policy)
+    ran = replay_records(live, records, jit=False, keep_predictions=True)
+    jitted = replay_records(bulk, records, keep_predictions=True, chunk=chunk)
+    assert set(jitted["paths"].values()) == {"jitted"} and len(jitted["paths"]) == 3
+    c = bulk.counters()
+    assert c["too_many_streams"] > 0 and c["bad_label"] > 0 and c["non_finite_values"] > 0
+    assert c["batches"] > 0 and c["seq_missing"] > 0 and c["learned"] > 0 and c["asked"] > 0
+    assert any(s["channels_evicted"] > 0 for s in bulk.status()["streams"].values())
+    for name in live.streams:
+        a, b = ran["outputs"][name], jitted["outputs"][name]
+        assert a["ask"] == b["ask"]
+        assert [(type(v), v) for v in a["y"]] == [(type(v), v) for v in b["y"]]
+        assert np.array(a["score"]).tobytes() == np.array(b["score"]).tobytes()
+    if kind == "surprise":
+        assert sum(live.metrics(name).alarms for name in live.streams) > 0
+    _assert_same(live, bulk)
+
+
+@pytest.mark.parametrize("kind", ["surprise", "arow_regressor"])
+def test_replay_of_a_written_log(kind, tmp_path):
+    path = tmp_path / "a.msgpack"
+    write_log(path, _log_records(kind, 5, n=800))
+    live, bulk = _replay_pipeline(kind, "from_data"), _replay_pipeline(kind, "from_data")
+    replay_records(live, iter_logs([path]), jit=False)
+    result = replay_records(bulk, iter_logs([path]))
+    assert set(result["paths"].values()) == {"jitted"}
+    _assert_same(live, bulk)
+
+
+def _traffic(kind: str, seed: int, n: int = 400):
+    """Batches of two streams (channels that come and go, names beyond capacity,
+    NaN values, gaps, spikes), answers on a fifth of the readings, single readings,
+    and answers to label requests."""
+    rng = np.random.default_rng(seed)
+    seqs = {"s": 0, "t": 0}
+    for i in range(n):
+        stream = "s" if rng.random() < 0.7 else "t"
+        readings = []
+        for _ in range(int(rng.integers(1, 9))):
+            base = rng.normal(size=6)
+            if rng.random() < 0.03:
+                base[1] += 10.0
+            channels = {f"c{j}": float(base[j]) for j in range(6)
+                        if not (j in (2, 3) and rng.random() < 0.3) and not (j == 5 and (i // 80) % 2)}
+            if i % 60 == 30:
+                channels[f"new{i}"] = 1.0
+            if rng.random() < 0.02:
+                channels["c1"] = math.nan
+            y = _answer(kind, base, rng) if rng.random() < 0.2 else None
+            readings.append((float(i), seqs[stream], channels, y))
+            seqs[stream] += 1 if rng.random() > 0.02 else 3
+        payload = encode_batch(readings) if len(readings) > 1 or rng.random() < 0.5 else encode_data(*readings[0])
+        yield "data", f"sensors/{stream}/data", payload
+        if rng.random() < 0.3:
+            yield "answer", int(rng.integers(0, 1000)), _answer(kind, rng.normal(size=6), rng)
+
+
+def _run_batches(kind: str, policy: str, seed: int, many: bool = False):
+    """Both pipelines through the traffic, ``many``: four data messages at a time
+    through ``handle_many`` (each stream's batches in one pass). Label requests are
+    named by stream and seq (different streams' may be issued in another order by
+    ``handle_many``), answered as the reference issued them."""
+    params = {**_PARAMS[kind], "evict_after": 40, "capacity": 6}
+    jitted = Pipeline(kind, params, label_policy=policy, limits=Limits(max_channels=16))
+    plain = Pipeline(kind, params, label_policy=policy, limits=Limits(max_channels=16))
+    plain.batch_path = None
+    lessons = {id(jitted): [], id(plain): []}
+    for p in (jitted, plain):
+        p.on_learn = lambda stream, n, slots, z, y, into=lessons[id(p)]: into.append(
+            (stream, n, slots.tolist(), np.asarray(z).tobytes(), y))
+    issued = {id(jitted): {}, id(plain): {}}  # (topic, seq) -> request id
+    order = []  # the reference's requests, in the order it issued them
+
+    def normalized(outputs, p):
+        out = []
+        for o in outputs:
+            body = msgpack.unpackb(o.payload)
+            if "req" in body:
+                key = (o.topic, body["seq"])
+                issued[id(p)][key] = body["req"]
+                order.extend([key] if p is plain else [])
+                body["req"] = key
+            # a prediction message bit for bit; a request as its fields
+            out.append((o.topic, o.qos, o.retain, o.payload if "req" not in body else None, body))
+        return out
+
+    pending = []
+    for what, a, b in _traffic(kind, seed):
+        if what == "data":
+            pending.append((a, b, 1.0))
+            if many and len(pending) < 4:
+                continue
+            want = [normalized(plain.handle(*item), plain) for item in pending]
+            outs = jitted.handle_many(pending) if many else [jitted.handle(*pending[0])]
+            assert [normalized(out, jitted) for out in outs] == want
+            pending = []
+        elif order:
+            key = order[a % len(order)]
+            for p in (jitted, plain):
+                p.handle("edgelearn/s/label", encode_label(issued[id(p)][key], b), 1.0)
+    for stream in ("s", "t"):  # each stream's lessons in its order
+        assert ([x for x in lessons[id(jitted)] if x[0] == stream]
+                == [x for x in lessons[id(plain)] if x[0] == stream])
+    assert len(lessons[id(jitted)]) == len(lessons[id(plain)]) > 0
+    return jitted, plain
+
+
+@pytest.mark.parametrize("kind", ["surprise", "arow_regressor"])
+@pytest.mark.parametrize(("policy", "seed", "many"), [("request", 0, False), ("request", 1, True),
+                                                      ("from_data", 2, False), ("all", 3, True)])
+def test_jitted_batches_answer_as_reading_by_reading(kind, policy, seed, many):
+    jitted, plain = _run_batches(kind, policy, seed, many)
+    _assert_same(plain, jitted)
+    c = jitted.counters()
+    assert c["batches"] > 0 and c["bad_label"] > 0 and c["learned"] > 0
+    if policy == "request":
+        assert c["label_requests"] > 0 and c["label_answered"] > 0
+    assert len(jitted.batch_path.decoder().names) > 0  # the jitted path ran
