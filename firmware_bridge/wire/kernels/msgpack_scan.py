@@ -35,7 +35,7 @@ REC_SINGLE, REC_BATCH, REC_PYTHON = 0, 1, 2
 # Kinds of msgpack objects, as _head reads them.
 K_INT, K_BIGUINT, K_FLOAT, K_NIL, K_BOOL, K_STR, K_BIN, K_ARRAY, K_MAP, K_OTHER, K_TRUNC = range(11)
 # Tags of the canonical label bytes (the label table's keys).
-TAG_BOOL, TAG_INT, TAG_STR = 98, 105, 115  # b"b", b"i", b"s"
+TAG_BOOL, TAG_INT, TAG_STR, TAG_FLOAT = 98, 105, 115, 102  # b"b", b"i", b"s", b"f"
 # ints whose float is exact: beyond this the kernel leaves the number to Python.
 EXACT_INT = 2 ** 53
 # seq values beyond this go to Python (seq arithmetic stays far from int64's end).
@@ -305,10 +305,18 @@ def _label(buf, pos, end, canon, l_keys, l_vals, l_pool, l_off, l_len, bits, inf
     """The label at ``pos``: ``(code, next)``; code -1 for nil, -2 for a label this
     kernel leaves to Python, -3 for one the table lacks (``info`` holds its span
     and canonical bytes are in ``canon[:info[2]]``)."""
-    kind, n, ival, _, p = _head(buf, pos, end, bits)
+    kind, n, ival, fval, p = _head(buf, pos, end, bits)
     if kind == K_NIL:
         return -1, p
-    if kind == K_BOOL:
+    if kind == K_FLOAT:
+        # a number (a regression's reference): the float64's bits, big-endian, as
+        # Python's struct.pack(">d") writes them (a float32 widened first, as msgpack does)
+        bits.view(np.float64)[0] = fval
+        canon[0] = TAG_FLOAT
+        for j in range(8):
+            canon[1 + j] = (bits[0] >> (56 - 8 * j)) & 0xFF
+        size = 9
+    elif kind == K_BOOL:
         canon[0] = TAG_BOOL
         canon[1] = ival
         size = 2
