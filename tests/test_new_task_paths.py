@@ -341,3 +341,118 @@ def test_jitted_batches_answer_as_reading_by_reading(kind, policy, seed, many):
     if policy == "request":
         assert c["label_requests"] > 0 and c["label_answered"] > 0
     assert len(jitted.batch_path.decoder().names) > 0  # the jitted path ran
+
+
+# --- the new kernels against the plain references in tests/naive.py ---------------------
+
+import naive  # noqa: E402
+from edgelearn.kernels import anomaly as AK  # noqa: E402
+from edgelearn.kernels import arow_regression as RK  # noqa: E402
+from edgelearn.kernels.log_replay_anomaly import top_columns  # noqa: E402
+from firmware_bridge.pipeline.kernels.task_rows import regression_sums  # noqa: E402
+
+
+def _full_first_row(seed: int, n: int, d: int):
+    """Rows whose first has every channel (so column j holds slot j), a quarter of
+    the later values missing, and spikes."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 3.0, d) + rng.uniform(-5, 5, d)
+    X[rng.random(n) < 0.03, 1] += 30.0
+    X[1:][rng.random((n - 1, d)) < 0.25] = np.nan
+    return X
+
+
+@pytest.mark.parametrize("learn_if_asked", [True, False])
+def test_surprise_log_loop_matches_the_reference(learn_if_asked):
+    from test_surprise import FIELDS, channel_dict, naive_params
+
+    det = make_learner("surprise", {"warmup": 5, "season": 7, "capacity": 8, "target_query_rate": 0.3,
+                                    "evidence": ("level", "change", "range", "season", "shift")})
+    n, d = 500, 5
+    X = _full_first_row(1, n, d)
+    codes = np.where(np.random.default_rng(2).random(n) < 0.5, (np.nan_to_num(X[:, 1]) > 15).astype(float), -1.0)
+    real = [-1.0, 1.0]
+    p = naive_params(det)
+    start = ({c: channel_dict(det.st[c]) for c in range(d)}, {c: det.hist[c].copy() for c in range(d)},
+             {c: det.trans[c].copy() for c in range(d)}, {c: det.ring[c].copy() for c in range(d)},
+             {c: list(det.weight[c]) for c in range(d)}, {c: [list(e) for e in det.conf[c]] for c in range(d)})
+    expected, (weights, confirmed, ctl) = naive.surprise_rows(
+        X, codes, real, learn_if_asked, *start, p, list(det.ctl), list(det._q), det.n_top,
+        det.false_alarm_shrink, det.confirm_tolerance)
+    names = [f"c{j}" for j in range(d)]
+    got = det.run_rows(RowsPass(X, names, codes, [False, True], learn_if_asked, False))
+    assert got.asked.tolist() == [e[2] for e in expected]
+    assert got.pred.astype(bool).tolist() == [e[1] for e in expected]
+    assert 0 < got.asked.sum() <= got.pred.sum()  # a request needs an alarm
+    np.testing.assert_allclose(got.margins, [e[0] for e in expected], rtol=1e-9, atol=1e-12)
+    assert [[j for j in row if j >= 0] for row in got.extra["top"].tolist()] == [e[3] for e in expected]
+    np.testing.assert_allclose(det.ctl, ctl, rtol=1e-9, atol=1e-12)
+    for c in range(d):
+        np.testing.assert_allclose(det.weight[c], weights[c], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(det.conf[c], confirmed[c], rtol=1e-9, atol=1e-12)
+    assert any(det.weight[c].min() != 1.0 for c in range(d)) or any(det.conf[:d, :, 1].ravel() > 0)
+    assert set(FIELDS) <= set(channel_dict(det.st[0]))
+
+
+@pytest.mark.parametrize("learn_if_asked, target, n_bins", [(True, 0.3, 2), (False, 0.3, 0), (True, 1.0, 3)])
+def test_arow_regressor_log_loop_matches_the_reference(learn_if_asked, target, n_bins):
+    from edgelearn.kernels.rng import new_state
+
+    model = make_learner("arow_regressor", {"capacity": 8, "n_bins": n_bins, "target_query_rate": target,
+                                            "seed": 5, "calibration_window": 32})
+    n, d = 400, 5
+    X = _full_first_row(3, n, d)
+    y = 2.0 * np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 2]) + np.random.default_rng(4).normal(size=n)
+    codes = np.where(np.random.default_rng(5).random(n) < 0.6, np.arange(n), -1).astype(float)
+    stats = model.stats
+    st = {"offset": stats[RK.OFFSET], "n_ref": 0, "sigma2": stats[RK.SIGMA2], "n_noise": 0,
+          "alpha_t": stats[RK.ALPHA_T], "q": stats[RK.QUANT], "gauss_q": stats[RK.GAUSS_Q], "scores": [],
+          "window": 32, "log_sd_mean": 0.0, "n_widths": 0, "threshold": stats[RK.THRESHOLD],
+          "tokens": stats[RK.TOKENS], "covered": 0, "scored": 0, "last_e": 0.0, "last_t": -1,
+          "y_mean": 0.0, "y_var": 0.0, "last_beyond": False, "rejected": 0}
+    space = model.channels
+    ch = {"count": space.count.copy(), "mean": space.mean.copy(), "var": space.var.copy(),
+          "last_seen": space.last_seen.copy()}
+    start = {name: getattr(model, name).copy() for name in ("W", "S", "b", "Sb")}
+    expected, (ref_model, ref_st, _, ref_freq, _) = naive.arowr_rows(
+        X, codes, list(y), learn_if_asked, model._edges, model.bin_freq.copy(), model.capacity, start, st,
+        ch, 0, space.evict_after, {}, model.n_lags, model.r, model.variance_floor, model.huber,
+        model.reject, 1.0 - model.coverage, model.aci_gamma, model._noise_forget, model.query_power,
+        int(new_state(5)[0]), target, model.budget_gain, model._width_forget, model.burst, space.forget,
+        space.eps, space.z_max)
+    got = model.run_rows(RowsPass(X, [f"c{j}" for j in range(d)], codes, list(y), learn_if_asked, False))
+    assert got.asked.tolist() == [bool(e[4]) for e in expected]
+    assert 0 < got.asked.sum()
+    for k, key in enumerate(("yhat", "sd", "lower", "upper")):
+        values = got.margins if key == "sd" else got.extra[key]
+        np.testing.assert_allclose(values, [e[k] for e in expected], rtol=1e-9, atol=1e-9, err_msg=key)
+    for name in ("W", "S", "b", "Sb"):
+        np.testing.assert_allclose(getattr(model, name), ref_model[name], rtol=1e-9, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose(model.bin_freq, ref_freq, rtol=1e-9, atol=1e-12)
+    assert model.stats[RK.N_REF] == ref_st["n_ref"] > 2
+
+
+def test_top_columns_and_regression_sums_match_the_references():
+    rng = np.random.default_rng(9)
+    for _ in range(300):
+        k = int(rng.integers(0, 7))
+        strengths = rng.choice([0.0, 0.5, 1.0, 2.0, 3.5], size=k)  # ties on purpose
+        slots = rng.permutation(8)[:k].astype(np.int32)
+        slot_col = rng.permutation(8).astype(np.int64)
+        ev = np.zeros(max(k, 1) * AK.EV_ROW)
+        ev[AK.EV_STRENGTH::AK.EV_ROW][:k] = strengths
+        out = np.empty(3, dtype=np.int64)
+        top_columns(slots, k, ev, slot_col, out)
+        want = naive.surprise_top(list(strengths), [int(slot_col[s]) for s in slots], 3)
+        assert [j for j in out.tolist() if j >= 0] == want
+        assert all(j == -1 for j in out.tolist()[len(want):])
+    n = 500
+    y, pred = rng.normal(size=n) * 10, rng.normal(size=n) * 10
+    lower, upper = pred - rng.uniform(0, 15, n), pred + rng.uniform(0, 15, n)
+    lower[rng.random(n) < 0.1] = -math.inf
+    sums, counts = np.zeros(2), np.zeros(2, dtype=np.int64)
+    regression_sums(y, pred, lower, upper, sums, counts)
+    abs_sum, sq_sum, n_intervals, n_covered = naive.regression_sums(y.tolist(), pred.tolist(),
+                                                                    lower.tolist(), upper.tolist())
+    assert (sums[0], sums[1]) == (abs_sum, sq_sum)  # the same sums in the same order: the same bits
+    assert (counts[0], counts[1]) == (n_intervals, n_covered) and 0 < n_covered < n_intervals < n
