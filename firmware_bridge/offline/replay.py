@@ -21,13 +21,16 @@ How:
 2. each stream whose learner has a jitted loop becomes an array (channels to
    columns in an order every message follows, NaN where a channel is absent) and
    a label code per row, and runs the learner's ``run_rows`` (PAACDS's and
-   ActiveAROW's loops in :mod:`edgelearn.kernels.log_replay`, binary and multiclass);
+   ActiveAROW's loops in :mod:`edgelearn.kernels.log_replay`, binary and multiclass;
+   SurpriseDetector's and AROWRegressor's in ``log_replay_anomaly`` and
+   ``log_replay_regression``);
 3. the stream's counters, sequence accounting and metrics are then filled in from
    the loop's predictions and queries, with the pipeline's own rules, per label
    and per run of rows rather than per row.
 
 Which streams take the jitted loop: those whose learner declares the
-``"log_loop"`` capability (PAACDS and ActiveAROW, binary and multiclass, today), under the
+``"log_loop"`` capability (PAACDS and ActiveAROW, binary and multiclass, SurpriseDetector
+and AROWRegressor, today), under the
 ``from_data`` and ``all`` label policies. Every other learner, and a
 stream whose messages list their channels in differing orders (the learner's
 sums run in message order, so an array's column order would change the last
@@ -52,7 +55,9 @@ __all__ = ["JITTED_KINDS", "jitted_path", "replay_records"]
 #: Learner kinds with a jitted log loop, and the condition under which it is used
 #: (kept for callers of the older name; the pipeline asks the learner instead).
 JITTED_KINDS = {"paacds": "binary or multiclass, label policy from_data or all",
-                "active_arow": "binary or multiclass, label policy from_data or all"}
+                "active_arow": "binary or multiclass, label policy from_data or all",
+                "surprise": "anomaly, label policy from_data or all",
+                "arow_regressor": "regression, label policy from_data or all"}
 
 #: Messages of one stream kept before they are run (memory stays bounded over
 #: a month of logs; the learner's state carries over from chunk to chunk).
