@@ -456,3 +456,25 @@ def test_top_columns_and_regression_sums_match_the_references():
                                                                     lower.tolist(), upper.tolist())
     assert (sums[0], sums[1]) == (abs_sum, sq_sum)  # the same sums in the same order: the same bits
     assert (counts[0], counts[1]) == (n_intervals, n_covered) and 0 < n_covered < n_intervals < n
+
+
+def test_a_regression_decoder_reads_float_references_as_numbers():
+    """A regression stream's float references are read into ``label_number`` (label
+    LABEL_NUMBER) rather than the label table; an int stays a table label; NaN or
+    inf is the exact path's (the wire refuses it)."""
+    from firmware_bridge.wire.bulk_decode import LABEL_NUMBER, REC_PYTHON, FastDecoder
+
+    decoder = FastDecoder(task="regression")
+    ys = [1.5, -0.0, 3, 1e300, 2.5, math.nan, math.inf, None]
+    decoded = decoder.decode_payloads([encode_data(float(i), i, {"a": 1.0}, y) for i, y in enumerate(ys)])
+    assert decoded.kind.tolist()[5:7] == [REC_PYTHON, REC_PYTHON]
+    label, number = decoded.label.tolist(), decoded.label_number.tolist()
+    got = [number[i] if label[i] == LABEL_NUMBER else decoder.labels.values[label[i]] if label[i] >= 0
+           else None for i in range(len(label))]
+    want = [1.5, -0.0, 3, 1e300, 2.5, None]
+    assert [(type(v), v) for v in got] == [(type(v), v) for v in want]
+    assert math.copysign(1.0, got[1]) == -1.0
+    # in the table: the int, and the refused NaN and inf (each sent to the exact path)
+    assert sorted(map(repr, decoder.labels.values)) == ["3", "inf", "nan"]
+    binary = FastDecoder(task="binary").decode_payloads([encode_data(0.0, 0, {"a": 1.0}, 1.5)])
+    assert binary.label.tolist() != [LABEL_NUMBER]  # other tasks: a table label

@@ -371,9 +371,7 @@ class AROWRegressor(Learner):
         col_slot, slot_col, changed, counters = space.column_map(names)
         out = row_buffers(rows)
         # (a label the learner cannot take has code -1 in rows.codes: its entry is unused)
-        targets = self.targets
-        code_value = np.array([targets.value(y) if targets.accepts(y) else math.nan
-                               for y in rows.labels] or [0.0])
+        code_value = self.targets.values(rows.labels) if rows.labels else np.zeros(1)
         extra = {"yhat": np.empty(n), "lower": np.empty(n), "upper": np.empty(n)}
         loop.arow_regressor_log_loop(
             X, rows.codes, code_value, rows.learn_if_asked,

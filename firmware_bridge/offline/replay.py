@@ -105,8 +105,9 @@ def jitted_path(pipeline: Pipeline) -> str | None:
 
 class _Rows:
     """One stream's accepted readings, kept as pieces of arrays: per reading seq,
-    ts, label id (-1: none), receive time and channel count; per channel its name
-    id and value (ids of the decoder's tables)."""
+    ts, label id (-1: none; LABEL_NUMBER: the number in the last array), receive
+    time and channel count; per channel its name id and value (ids of the
+    decoder's tables); per reading its number label (NaN: none)."""
 
     __slots__ = ("pieces", "size")
 
@@ -320,7 +321,8 @@ class _BulkReplay:
                 pairs = _ranges(decoded.pair_first[readings], decoded.pair_count[readings])
             self._keep(name, (decoded.seq[readings], decoded.ts[readings], decoded.label[readings],
                               np.repeat(received[recs], counts), decoded.pair_count[readings],
-                              decoded.pair_name[pairs], decoded.pair_value[pairs]))
+                              decoded.pair_name[pairs], decoded.pair_value[pairs],
+                              decoded.label_number[readings]))
 
     def _keep(self, name: str, piece: tuple) -> None:
         target = self.rows.get(name)
@@ -346,6 +348,7 @@ class _BulkReplay:
             np.array(counts, dtype=np.int64),
             np.array(names, dtype=np.int64),
             np.array(values, dtype=np.float64),
+            np.full(len(readings), np.nan),  # labels by id (LABEL_NUMBER is the kernel's)
         ))
 
     def _exact(self, topic: Any, payload: Any, received_at: float) -> None:

@@ -81,7 +81,7 @@ class BatchPath:
             return None
         seq, ts = decoded.seq, decoded.ts
         arrays = (seq, ts, decoded.label, np.full(seq.shape[0], received_at),
-                  decoded.pair_count, decoded.pair_name, decoded.pair_value)
+                  decoded.pair_count, decoded.pair_name, decoded.pair_value, decoded.label_number)
         result = run_pass(pipeline, stream, arrays, columns, decoder)
         labels = [] if result.outputs is not None else [self.pack_label(y) for y in result.labels]
         packed = self.packed(result, seq, ts, labels, 0, seq.shape[0])
@@ -159,7 +159,7 @@ class BatchPath:
         seq, ts = decoded.seq[:rows], decoded.ts[:rows]
         received = np.repeat([item[2] for item in items[:taken]], decoded.count[:taken])
         arrays = (seq, ts, decoded.label[:rows], received, decoded.pair_count[:rows],
-                  decoded.pair_name[:pairs], decoded.pair_value[:pairs])
+                  decoded.pair_name[:pairs], decoded.pair_value[:pairs], decoded.label_number[:rows])
         result = run_pass(pipeline, stream, arrays, columns, decoder)
         labels = [] if result.outputs is not None else [self.pack_label(y) for y in result.labels]
         # each message's label requests: those of its rows first[m] .. first[m + 1] - 1

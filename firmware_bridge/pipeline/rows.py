@@ -22,7 +22,7 @@ from edgelearn.learners.arrays import RowsPass
 from edgelearn.learners.base import BinaryTargets
 
 from ..wire import encode_label_request
-from ..wire.bulk_decode import FastDecoder
+from ..wire.bulk_decode import LABEL_NUMBER, FastDecoder
 from . import multiclass_rows, task_rows
 from .kernels.rows import first_rows, rows_matrix, sequence
 from .tally import Outbound
@@ -36,7 +36,7 @@ __all__ = ["BatchPass", "rows_fit", "run_jitted", "run_pass", "run_per_message"]
 
 def _readings(arrays: tuple, decoder: FastDecoder) -> list[tuple]:
     """A stream's rows as the pipeline's reading tuples ``(ts, seq, channels, y)``."""
-    seq, ts, label, _, count, name, value = arrays
+    seq, ts, label, _, count, name, value, number = arrays
     names, labels = decoder.names.values, decoder.labels.values
     out = []
     p = 0
@@ -44,7 +44,8 @@ def _readings(arrays: tuple, decoder: FastDecoder) -> list[tuple]:
         channels = {names[n]: v for n, v in zip(name[p:p + k].tolist(), value[p:p + k].tolist())}
         p += k
         code = int(label[i])
-        out.append((float(ts[i]), int(seq[i]), channels, None if code < 0 else labels[code]))
+        y = labels[code] if code >= 0 else float(number[i]) if code == LABEL_NUMBER else None
+        out.append((float(ts[i]), int(seq[i]), channels, y))
     return out
 
 
@@ -150,7 +151,7 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
     """Run ``stream``'s rows (``arrays``, channels in the order ``columns``) through
     its learner's jitted loop. A label journal hears of every lesson learned, after
     the pass: ``on_learn_batch`` once, or else ``on_learn`` per lesson."""
-    seqs, _, label, received, count, pair_name, pair_value = arrays
+    seqs, _, label, received, count, pair_name, pair_value, number = arrays
     name = stream.name
     model = stream.learner
     tally = pipeline.tally
@@ -165,6 +166,8 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
     valued = task in task_rows.TASKS  # regression, anomaly: answers are numbers or verdicts
     if multiclass or valued:
         codes, labels = multiclass_rows.label_codes(pipeline, stream, label, decoder)
+        if valued:  # a regression stream's numbers, each its own label
+            codes, labels = task_rows.number_codes(label, number, codes, labels)
     else:
         codes, truth, labels, side_labels = _label_sides(pipeline, stream, label, decoder)
     active_learning = pipeline.label_policy == "from_data"
@@ -223,7 +226,7 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
         if outputs is not None:
             stream.last_output.update(outputs[-1])
     requests = []
-    request_rows = np.flatnonzero(asked & (label < 0)).tolist() if requesting else []
+    request_rows = np.flatnonzero(asked & (label == -1)).tolist() if requesting else []
     if requesting:
         # Pipeline.predict's label requests: a row without a label that asked
         for i in request_rows:

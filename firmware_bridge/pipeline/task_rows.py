@@ -14,12 +14,26 @@ import numpy as np
 
 from edgelearn.learners.arrays import RowsResult
 
+from ..wire.bulk_decode import LABEL_NUMBER
 from .kernels.task_rows import regression_sums
 
-__all__ = ["TASKS", "row_outputs", "score_rows", "user_predictions"]
+__all__ = ["TASKS", "number_codes", "row_outputs", "score_rows", "user_predictions"]
 
 #: The tasks this module scores.
 TASKS = ("regression", "anomaly")
+
+
+def number_codes(label: np.ndarray, number: np.ndarray, codes: np.ndarray, labels: list
+                 ) -> tuple[np.ndarray, list]:
+    """``codes`` and ``labels`` (of the rows' label ids) with the rows whose label is a
+    number the decoder kept apart (``LABEL_NUMBER``: a regression stream's finite float
+    references) added, each its own label."""
+    rows = np.flatnonzero(label == LABEL_NUMBER)
+    if not rows.shape[0]:
+        return codes, labels
+    codes = codes.copy()
+    codes[rows] = len(labels) + np.arange(rows.shape[0])
+    return codes, labels + number[rows].tolist()
 
 
 def score_rows(stream: Any, codes: np.ndarray, labels: list, result: RowsResult) -> None:
@@ -44,8 +58,7 @@ def score_rows(stream: Any, codes: np.ndarray, labels: list, result: RowsResult)
         return
     if not rows.any():
         return
-    targets = stream.learner.targets
-    values = np.array([targets.value(y) for y in labels])
+    values = stream.learner.targets.values(labels)
     extra = result.extra
     sums = np.array([metrics.abs_sum, metrics.sq_sum])
     counts = np.zeros(2, dtype=np.int64)
