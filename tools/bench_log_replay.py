@@ -194,11 +194,9 @@ def task_kinds_section(args, command: str, kinds: list[str]) -> str:
                      f"{'the same' if same else 'DIFFERENT'} learner state, bit for bit.")
         print(notes[-1], file=sys.stderr)
     if "arow_regressor" in kinds:
-        notes += ["", "A regression log's references are distinct numbers, and each one is a new entry of",
-                  "the bulk decoder's label table (a stop of the decoding kernel and an insert in Python,",
-                  "per message): that, not the learner's loop, is most of the jitted row's time (a profile:",
-                  "`python -m cProfile -s cumulative` around `task_replay`). Reading a number label into a",
-                  "per-reading array instead of the table is the next step."]
+        notes += ["", "A regression log's references are distinct numbers: the bulk decoder reads each into",
+                  "a per-reading array (`DecodedPayloads.label_number`), not its label table, which would",
+                  "take one entry (a stop of the decoding kernel and an insert in Python) per message."]
     return "\n".join(lines + [""] + notes) + "\n"
 
 
