@@ -139,8 +139,9 @@ def task_replay(path: Path, jit: bool, kind: str) -> dict:
     cpu = time.process_time() - start
     status = pipeline.status()["streams"]["s1"]
     metrics = pipeline.metrics("s1").as_dict()
+    recall = "none judged real" if metrics.get("recall") is None else f"recall {metrics['recall']:.3f}"
     figure = (f"MAE {metrics['mae']:.4f}" if kind == "arow_regressor" else
-              f"{metrics['alarms']:,} alarms, recall {metrics['recall']:.3f}")
+              f"{metrics['alarms']:,} alarms, {recall}")
     return {"cpu_s": cpu, "n": status["data"], "figure": figure, "path": result["paths"]["s1"],
             "state": pipeline.to_state("s1")["learner"]}
 
