@@ -1466,3 +1466,84 @@ def arowr_learn(slots, z, y, edges, freq, capacity, model, st, count, last_seen,
         model["b"][0] += e * beta * model["Sb"][0]
         model["Sb"][0] = max(model["Sb"][0] - beta * model["Sb"][0] ** 2, floor)
     return model, st, lags, verdict
+
+
+# -- the new tasks' row loops (kernels/log_replay_anomaly.py, log_replay_regression.py) --
+
+
+def surprise_top(strengths, columns, n_top):
+    """The columns of the channels with the most evidence (at least 1), strongest
+    first, equals in reading order, at most ``n_top`` (SurpriseDetector._top)."""
+    order = sorted(range(len(strengths)), key=lambda i: -strengths[i])  # a stable sort
+    return [columns[i] for i in order[:n_top] if strengths[i] >= 1.0]
+
+
+def surprise_rows(X, codes, real, learn_if_asked, chans, hists, transs, rings, weights, confirmed,
+                  p, ctl, q, n_top, shrink, tolerance):
+    """SurpriseDetector over the rows of X (NaN: missing; column j is slot j, no slot
+    recycled), as decide_one then learn reading by reading: the reading's evidence
+    (:func:`surprise_reading`, learning it), the alarm (:func:`surprise_alarm`), the
+    score E / (E + scale), the channels behind it (:func:`surprise_top`), and for a
+    row whose verdict ``real[codes[i]]`` is learned (asked, or always without
+    ``learn_if_asked``) :func:`surprise_feedback`. Returns per row ``(score, alarm,
+    ask, top)`` and the final ``(weights, confirmed, ctl)``."""
+    out = []
+    kinds_on = len(p["kinds"])
+    for i, row in enumerate(X):
+        slots = [j for j in range(len(row)) if math.isfinite(row[j])]
+        values = [float(row[j]) for j in slots]
+        e, _, rows, chans, hists, transs, rings = surprise_reading(
+            chans, hists, transs, rings, weights, confirmed, slots, values, p, True)
+        alarm, ask, ctl = surprise_alarm(e, ctl, q)
+        out.append((e / (e + q[0]), alarm, ask, surprise_top([r[9] for r in rows], slots, n_top)))
+        c = int(codes[i])
+        if c >= 0 and (ask or not learn_if_asked):
+            spreads = {s: surprise_spread(chans[s]) for s in slots}
+            weights, confirmed = surprise_feedback(
+                weights, confirmed, spreads, slots, rows, real[c] > 0, ctl[0],
+                math.log10(len(slots)) if len(slots) > 1 else 0.0, shrink, tolerance, kinds_on)
+    return out, (weights, confirmed, ctl)
+
+
+def arowr_rows(X, codes, values, learn_if_asked, edges, freq, capacity, model, st, stats, t,
+               evict_after, table, n_lags, r, floor, huber, reject, alpha, gamma, noise_forget,
+               power, rng, target, gain, width_forget, burst, forget, eps, z_max):
+    """AROWRegressor over the rows of X (NaN: missing; column j is slot j, no slot
+    recycled), as decide_one then learn reading by reading: the channel statistics
+    (:func:`observe`), the bin frequencies (:func:`arow_count_bins`),
+    :func:`arowr_decide`, and for a row whose reference ``values[codes[i]]`` is
+    learned (asked, or always without ``learn_if_asked``) :func:`arowr_learn`.
+    Returns per row ``(yhat, sd, lower, upper, asked)`` and the final
+    ``(model, st, table, freq, stats)``."""
+    out = []
+    for i, row in enumerate(X):
+        slots = [j for j in range(len(row)) if math.isfinite(row[j])]
+        z, stats = observe(slots, [float(row[j]) for j in slots], stats, t, forget, eps, z_max)
+        freq = arow_count_bins(slots, z, edges, freq, stats["count"], forget)
+        st, rng, decided = arowr_decide(slots, z, edges, freq, capacity, model, st, stats["count"],
+                                        stats["last_seen"], t, evict_after, table, n_lags, r, power,
+                                        rng, target, gain, width_forget, burst)
+        out.append(decided)
+        c = int(codes[i])
+        if c >= 0 and (decided[4] or not learn_if_asked):
+            model, st, table, _ = arowr_learn(slots, z, values[c], edges, freq, capacity, model, st,
+                                              stats["count"], stats["last_seen"], t, evict_after, table,
+                                              n_lags, r, floor, huber, reject, alpha, gamma,
+                                              noise_forget, noise_forget)
+        t += 1
+    return out, (model, st, table, freq, stats)
+
+
+def regression_sums(y, pred, lower, upper):
+    """RegressionMetrics.update over the rows: ``(abs_sum, sq_sum, n_intervals,
+    n_covered)``, an interval counted when both bounds are finite."""
+    abs_sum = sq_sum = 0.0
+    n_intervals = n_covered = 0
+    for t, p, lo, hi in zip(y, pred, lower, upper):
+        error = t - p
+        abs_sum += abs(error)
+        sq_sum += error * error
+        if math.isfinite(lo) and math.isfinite(hi):
+            n_intervals += 1
+            n_covered += lo <= t <= hi
+    return abs_sum, sq_sum, n_intervals, n_covered

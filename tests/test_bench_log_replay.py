@@ -23,3 +23,22 @@ def test_the_tool_writes_its_page(tmp_path):
     assert "## The whole command, as a user times it" in page
     assert "active_arow: `jitted`" in page and "paacds: `jitted`" in page
     assert "load average" in page
+
+
+def test_kinds_writes_the_new_tasks_section_and_keeps_the_rest(tmp_path):
+    out = tmp_path / "page.md"
+    out.write_text("# Log replay\n\nthe page as the full run wrote it\n")
+    assert bench_log_replay.main(["--kinds", "surprise,arow_regressor", "--n", "400",
+                                  "--per-message-n", "100", "--out", str(out)]) == 0
+    page = out.read_text()
+    assert page.startswith("# Log replay\n\nthe page as the full run wrote it\n")
+    for kind, task in (("surprise", "anomaly"), ("arow_regressor", "regression")):
+        assert f"| {kind} ({task}) | msgpack log, jitted (`edgelearn replay LOG`) | 400 |" in page
+        assert f"| {kind} ({task}) | msgpack log, per message (`edgelearn replay --per-message LOG`) | 100 |" in page
+        assert "its summary said `jitted`; on the first 100 rows the two paths left the same learner state" in page
+    # a second run replaces the section, once
+    assert bench_log_replay.main(["--kinds", "surprise", "--n", "300", "--per-message-n", "100",
+                                  "--out", str(out)]) == 0
+    page = out.read_text()
+    assert page.count(bench_log_replay.TASK_SECTION) == 1
+    assert "| surprise (anomaly) | msgpack log, jitted (`edgelearn replay LOG`) | 300 |" in page

@@ -23,6 +23,11 @@ alternating with PAACDS's array replay of the same rows in this process, and tak
 the command's start-up off (the same command on a one-message log, measured in
 the same rounds).
 
+``--kinds surprise,arow_regressor`` (the new tasks' default learners: anomaly and
+regression) measures only those kinds, jitted log replay against the per-message
+path on the same rows (their logs carry a verdict or a reference in ``"y"``), and
+writes its own section of the page, leaving the rest as it was.
+
 The fan-out section replays --logs logs (one stream each) with ``--jobs 1`` and
 ``--jobs 2`` (firmware_bridge.offline.fanout), wall time, with the workers' start-up
 timed apart from the replay.
@@ -58,6 +63,21 @@ def make_data(n: int, d: int, seed: int = 0):
     return drop_features(X, 0.5, seed=seed), y
 
 
+def make_task_data(n: int, d: int, task: str, seed: int = 0):
+    """:func:`make_data`'s rows for a new task: regression, a noisy linear reference
+    of the channels present; anomaly, spikes on a random channel in 1% of the rows,
+    with the verdict True on those rows and False elsewhere."""
+    X, _ = make_data(n, d, seed)
+    rng = np.random.default_rng(seed + 100)
+    if task == "regression":
+        w = rng.normal(size=d)
+        return X, np.nan_to_num(X) @ w + 0.1 * rng.normal(size=n)
+    spikes = rng.random(n) < 0.01
+    X = X.copy()
+    X[spikes, rng.integers(0, d, size=int(spikes.sum()))] = 25.0
+    return X, spikes
+
+
 def write_stream_log(path: Path, X, y, stream: str = "s1") -> None:
     from firmware_bridge.wire import encode_data
     from firmware_bridge.wire.logfile import write_log
@@ -67,7 +87,8 @@ def write_stream_log(path: Path, X, y, stream: str = "s1") -> None:
     records = []
     for i, (row, label) in enumerate(zip(X.tolist(), y.tolist())):
         channels = {name: v for name, v in zip(names, row) if v == v}
-        records.append((topic, float(i), encode_data(float(i), i, channels, bool(label))))
+        label = label if isinstance(label, float) else bool(label)  # regression: a number
+        records.append((topic, float(i), encode_data(float(i), i, channels, label)))
     write_log(path, records, created=0.0)
 
 
@@ -87,6 +108,8 @@ def array_replay(X, y) -> dict:
 
 #: The default learner's rows come first on the page.
 KINDS = ("active_arow", "paacds")
+#: The new tasks' default learners (``--kinds``), by task.
+TASK_KINDS = {"surprise": "anomaly", "arow_regressor": "regression"}
 
 
 def log_replay(path: Path, jit: bool, kind: str = "paacds") -> dict:
@@ -101,6 +124,95 @@ def log_replay(path: Path, jit: bool, kind: str = "paacds") -> dict:
     status = pipeline.status()["streams"]["s1"]
     return {"cpu_s": cpu, "n": status["data"], "accuracy": status["accuracy"],
             "path": result["paths"]["s1"]}
+
+
+def task_replay(path: Path, jit: bool, kind: str) -> dict:
+    """:func:`log_replay` for a new task's learner: its stream's summary figure is
+    the task's (regression: MAE; anomaly: alarms and recall)."""
+    from firmware_bridge.offline.replay import replay_records
+    from firmware_bridge.pipeline import Pipeline
+    from firmware_bridge.wire.logfile import iter_logs
+
+    pipeline = Pipeline(kind, {"target_query_rate": 0.2}, label_policy="from_data")
+    start = time.process_time()
+    result = replay_records(pipeline, iter_logs([path]), jit=jit)
+    cpu = time.process_time() - start
+    status = pipeline.status()["streams"]["s1"]
+    metrics = pipeline.metrics("s1").as_dict()
+    recall = "none judged real" if metrics.get("recall") is None else f"recall {metrics['recall']:.3f}"
+    figure = (f"MAE {metrics['mae']:.4f}" if kind == "arow_regressor" else
+              f"{metrics['alarms']:,} alarms, {recall}")
+    return {"cpu_s": cpu, "n": status["data"], "figure": figure, "path": result["paths"]["s1"],
+            "state": pipeline.to_state("s1")["learner"]}
+
+
+def task_kinds_section(args, command: str, kinds: list[str]) -> str:
+    """The new tasks' section: each kind's jitted log replay against its per-message
+    path on the first --per-message-n rows of the same log, best of 3 CPU times."""
+    lines = [
+        "## The new tasks' default learners (anomaly, regression)",
+        "",
+        f"Written by `{command}` on {dt.date.today().isoformat()}, load average "
+        f"{os.getloadavg()[0]:.1f} at the start.",
+        "",
+        f"{args.n:,} rows of {args.d} channels made as above; the anomaly log has a spike "
+        "(25.0 on one channel) in 1% of the rows,",
+        "with the verdict `\"y\": true` there and `false` elsewhere; the regression log has a "
+        "noisy linear reference of the",
+        "channels present in `\"y\"`. Default parameters with `target_query_rate = 0.2`, "
+        "`from_data` policy; CPU time per",
+        "message (`time.process_time`), best of 3 after a warm-up. The per-message path runs the "
+        f"first {args.per_message_n:,} rows.",
+        "",
+        "| kind (task) | path | messages | CPU µs / message | messages/s (CPU) | the task's figure |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    notes = []
+    for kind in kinds:
+        task = TASK_KINDS[kind]
+        X, y = make_task_data(args.n, args.d, task)
+        with tempfile.TemporaryDirectory() as tmp:
+            log, small = Path(tmp) / "s1.msgpack", Path(tmp) / "small.msgpack"
+            write_stream_log(log, X, y)
+            m = args.per_message_n
+            write_stream_log(small, X[:m], y[:m])
+            task_replay(small, True, kind)  # warm-up: compile or load the cache
+            first = task_replay(small, True, kind), task_replay(small, False, kind)
+            same = _same_state(first[0]["state"], first[1]["state"])
+            jitted = best_of(3, task_replay, log, True, kind)
+            per_message = best_of(3, task_replay, small, False, kind)
+        for what, r in (("msgpack log, jitted (`edgelearn replay LOG`)", jitted),
+                        ("msgpack log, per message (`edgelearn replay --per-message LOG`)", per_message)):
+            per = r["cpu_s"] / r["n"] * 1e6
+            lines.append(f"| {kind} ({task}) | {what} | {r['n']:,} | {per:.2f} | {1e6 / per:,.0f} | "
+                         f"{r['figure']} |")
+        per_j = jitted["cpu_s"] / jitted["n"]
+        per_p = per_message["cpu_s"] / per_message["n"]
+        notes.append(f"{kind}: the jitted log replay is **{per_p / per_j:.1f}x** the per-message path "
+                     f"(CPU seconds of each run: jitted {_seconds(jitted['all_cpu_s'])}; per message "
+                     f"{_seconds(per_message['all_cpu_s'])}); its summary said `{jitted['path']}`; on "
+                     f"the first {args.per_message_n:,} rows the two paths left "
+                     f"{'the same' if same else 'DIFFERENT'} learner state, bit for bit.")
+        print(notes[-1], file=sys.stderr)
+    if "arow_regressor" in kinds:
+        notes += ["", "A regression log's references are distinct numbers: the bulk decoder reads each into",
+                  "a per-reading array (`DecodedPayloads.label_number`), not its label table, which would",
+                  "take one entry (a stop of the decoding kernel and an insert in Python) per message."]
+    return "\n".join(lines + [""] + notes) + "\n"
+
+
+def _same_state(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same_state(x, y) for x, y in zip(a, b))
+    return a == b or (a != a and b != b)
+
+
+#: Where the new tasks' section starts on the page (``--kinds`` replaces it).
+TASK_SECTION = "## The new tasks' default learners"
 
 
 def edgelearn_command() -> list[str]:
@@ -355,9 +467,23 @@ def main(argv=None) -> int:
     parser.add_argument("--command-d", type=int, default=32,
                         help="channels of the whole-command log (default 32)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the whole-command runs")
+    parser.add_argument("--kinds", default="",
+                        help="only these new-task kinds, comma-separated (surprise, arow_regressor): "
+                             "their section of the page is rewritten, the rest kept")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     command = "python tools/bench_log_replay.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
+    if args.kinds:
+        kinds = args.kinds.split(",")
+        unknown = [k for k in kinds if k not in TASK_KINDS]
+        if unknown:
+            parser.error(f"--kinds takes {', '.join(TASK_KINDS)}; got {', '.join(unknown)}")
+        section = task_kinds_section(args, command, kinds)
+        page = args.out.read_text() if args.out.exists() else ""
+        keep = page.split(TASK_SECTION)[0].rstrip("\n")
+        args.out.write_text((keep + "\n\n" if keep else "") + section)
+        print(f"wrote {args.out}")
+        return 0
 
     X, y = make_data(args.n, args.d)
     with tempfile.TemporaryDirectory() as tmp:
@@ -392,7 +518,11 @@ def main(argv=None) -> int:
                 Xk, yk = make_data(args.fanout_n, args.d, seed=k + 1)
                 write_stream_log(folder / f"log{k:02d}.msgpack", Xk, yk, stream=f"s{k}")
             fanout = fanout_scaling(folder, [1, 2])
-    args.out.write_text(render(args, args.n, array, jitted, per_message, fanout, command, commands))
+    page = render(args, args.n, array, jitted, per_message, fanout, command, commands)
+    old = args.out.read_text() if args.out.exists() else ""
+    if TASK_SECTION in old:  # the new tasks' section (--kinds) stays, with its own command
+        page += "\n" + TASK_SECTION + old.split(TASK_SECTION, 1)[1]
+    args.out.write_text(page)
     print(f"wrote {args.out}")
     return 0
 

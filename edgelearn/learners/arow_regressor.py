@@ -14,6 +14,7 @@ from ..kernels import arow as arow_kernels
 from ..kernels import arow_regression as K
 from ..kernels.rng import new_state
 from .arow import bin_edges
+from .arrays import RowsPass, RowsResult, row_buffers
 from .base import Decision, Learner
 
 #: Variance of a weight never learned (only its ratio to ``r`` matters).
@@ -189,7 +190,7 @@ class AROWRegressor(Learner):
     """
 
     tasks = frozenset({"regression"})
-    capabilities = frozenset({"label_rate"})
+    capabilities = frozenset({"label_rate", "log_loop", "batch_pass"})
     asks_selectively = True
     _parameter_constraints = {
         "r": Interval(float, 0, None, closed="right"),
@@ -353,6 +354,42 @@ class AROWRegressor(Learner):
     def _forget_slot(self, slot: int) -> None:
         arow_kernels.forget_slot(slot, self.W, self.S, _PRIOR_VAR)
         arow_kernels.forget_bins(slot, self.bin_freq, self.capacity, self.W, self.S, _PRIOR_VAR)
+
+    def run_rows(self, rows: RowsPass) -> RowsResult:
+        """A stream's rows through one jitted loop (the ``"log_loop"`` and
+        ``"batch_pass"`` capabilities), with the predictions, intervals, reference
+        requests, learning and final state of :meth:`decide_one` and :meth:`learn`
+        reading by reading (``kernels/log_replay_regression.py``'s
+        ``arow_regressor_log_loop``, which runs the per-message path's kernels row by
+        row). ``pred`` is unused (0), ``margins`` the sd; the prediction and the
+        interval are ``extra["yhat"]``, ``extra["lower"]`` and ``extra["upper"]``."""
+        from ..kernels import log_replay_regression as loop
+
+        X, names = rows.X, rows.names
+        n = X.shape[0]
+        space = self.channels
+        col_slot, slot_col, changed, counters = space.column_map(names)
+        out = row_buffers(rows)
+        # (a label the learner cannot take has code -1 in rows.codes: its entry is unused)
+        code_value = self.targets.values(rows.labels) if rows.labels else np.zeros(1)
+        extra = {"yhat": np.empty(n), "lower": np.empty(n), "upper": np.empty(n)}
+        loop.arow_regressor_log_loop(
+            X, rows.codes, code_value, rows.learn_if_asked,
+            col_slot, slot_col, changed, counters,
+            space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+            space.z_max, space.evict_after,
+            self._edges, self.bin_freq, self.capacity, self._feature_slots, self._feature_z,
+            self.W, self.S, self.b, self.Sb, self.stats, self._present, self.lags,
+            self.scores, self._sorted, self.r, self.variance_floor, self.huber, self.reject,
+            1.0 - self.coverage, self.aci_gamma, self._noise_forget,
+            float(self.query_power), self.rng_state, float(self.target_query_rate),
+            float(self.budget_gain), self._width_forget, float(self.burst), _PRIOR_VAR,
+            out.slots, out.vals, extra["yhat"], out.margins, extra["lower"], extra["upper"],
+            out.asked, out.feat_k, out.feat_slots, out.feat_z,
+        )
+        space.take_column_map(names, slot_col, changed, counters)
+        out.pred[:] = 0
+        return out.result([(-1, [])], extra=extra)
 
     # -- state ------------------------------------------------------------------------
 

@@ -136,6 +136,11 @@ class RowsResult(NamedTuple):
     #: Multiclass: per row whether its label could be taken (a class the learner
     #: knew, or a new one while it had room); None for a binary learner.
     usable: np.ndarray | None = None
+    #: The task's own outputs per row, arrays by name (regression: ``lower`` and
+    #: ``upper``; anomaly: ``top``, the columns behind the alarm, -1 padded); None
+    #: for a classifier. ``feat_z`` then holds ``z_width`` numbers per channel.
+    extra: dict | None = None
+    z_width: int = 1
 
 
 def feature_buffers(n: int, width: int, keep: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -160,18 +165,22 @@ class RowBuffers(NamedTuple):
     feat_slots: np.ndarray
     feat_z: np.ndarray
 
-    def result(self, label_states: list, usable: np.ndarray | None = None) -> RowsResult:
+    def result(self, label_states: list, usable: np.ndarray | None = None,
+               extra: dict | None = None, z_width: int = 1) -> RowsResult:
         return RowsResult(self.pred, self.margins, self.asked, self.feat_k, self.feat_slots,
-                          self.feat_z, label_states, usable)
+                          self.feat_z, label_states, usable, extra, z_width)
 
 
-def row_buffers(rows: RowsPass) -> RowBuffers:
+def row_buffers(rows: RowsPass, z_width: int = 1) -> RowBuffers:
     """The buffers of a loop over ``rows`` (one row holds at most ``len(rows.names)``
-    channels)."""
+    channels; a decision keeps ``z_width`` numbers per channel)."""
     n, width = rows.X.shape[0], max(len(rows.names), 1)
+    feat_k, feat_slots, feat_z = feature_buffers(n, width, rows.keep_features)
+    if z_width != 1:
+        feat_z = np.empty((feat_z.shape[0], feat_z.shape[1] * z_width))
     return RowBuffers(np.empty(width, dtype=np.int32), np.empty(width, dtype=np.float64),
                       np.empty(n, dtype=np.int64), np.empty(n, dtype=np.float64),
-                      np.zeros(n, dtype=np.bool_), *feature_buffers(n, width, rows.keep_features))
+                      np.zeros(n, dtype=np.bool_), feat_k, feat_slots, feat_z)
 
 
 def run_signed(targets, rows: RowsPass, carried: float, run: Callable) -> tuple[float, list]:

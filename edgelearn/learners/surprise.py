@@ -9,6 +9,7 @@ import numpy as np
 
 from ..constraints import Constraint, Interval, OneOf, Options
 from ..kernels import anomaly as K
+from .arrays import RowsPass, RowsResult, row_buffers
 from .base import Decision, Learner
 
 #: Histogram of surprises per (channel, kind): bins of this width in log2(1 + a).
@@ -206,7 +207,7 @@ class SurpriseDetector(Learner):
     """
 
     tasks = frozenset({"anomaly"})
-    capabilities = frozenset({"label_rate"})
+    capabilities = frozenset({"label_rate", "log_loop", "batch_pass"})
     asks_selectively = True
     #: The channel space hands this learner raw values; it keeps its own statistics.
     _scale = False
@@ -420,3 +421,37 @@ class SurpriseDetector(Learner):
                    out["score"], out["alarm"], out["ask"], out["top"])
         space.take_column_map(columns, slot_col, changed, counters)
         return out
+
+    def run_rows(self, rows: RowsPass) -> RowsResult:
+        """A stream's rows through one jitted loop (the ``"log_loop"`` and
+        ``"batch_pass"`` capabilities), with the scores, alarms, label requests,
+        learning and final state of :meth:`decide_one` and :meth:`learn` reading by
+        reading (``kernels/log_replay_anomaly.py``'s ``surprise_log_loop``, which runs
+        the per-message path's kernels row by row). ``pred`` is the alarm (1 or 0),
+        ``margins`` the score; ``extra["top"]`` per row the columns of the channels
+        behind it (:meth:`_top`, -1 padded); each decision keeps ``EV_ROW`` numbers
+        per channel (``z_width``)."""
+        from ..kernels import log_replay_anomaly as loop
+
+        X, names = rows.X, rows.names
+        space = self.channels
+        col_slot, slot_col, changed, counters = space.column_map(names)
+        out = row_buffers(rows, K.EV_ROW)
+        # (a label the learner cannot take has code -1 in rows.codes: its entry is unused)
+        code_real = np.array([self.targets.known_sign(y) for y in rows.labels] or [0.0])
+        alarm = np.zeros(X.shape[0], dtype=np.bool_)
+        top = np.empty((X.shape[0], self.n_top), dtype=np.int64)
+        loop.surprise_log_loop(
+            X, rows.codes, code_real, rows.learn_if_asked,
+            col_slot, slot_col, changed, counters,
+            space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
+            space.z_max, space.evict_after,
+            self.st, self.hist, self.trans, self.ring, self.weight, self.conf, self.ctl,
+            self._params, self._q, self._a, np.empty(max(len(names), 1) * K.EV_ROW),
+            float(self.false_alarm_shrink), float(self.confirm_tolerance), len(self.evidence),
+            out.slots, out.vals, out.margins, alarm, out.asked, top,
+            out.feat_k, out.feat_slots, out.feat_z,
+        )
+        space.take_column_map(names, slot_col, changed, counters)
+        out.pred[:] = alarm
+        return out.result([(-1, [])], extra={"top": top}, z_width=K.EV_ROW)

@@ -464,6 +464,15 @@ class RegressionTargets(Targets):
                              f"Got {type(y).__name__} {y!r}.")
         return float(_plain(y))
 
+    def values(self, ys) -> np.ndarray:
+        """:meth:`value` of each of ``ys`` as an array, NaN for one it refuses (a
+        list of Python floats, a replay's references, in one step)."""
+        if all(type(y) is float for y in ys):
+            out = np.array(ys, dtype=np.float64)
+            out[~np.isfinite(out)] = np.nan
+            return out
+        return np.array([self.value(y) if self.accepts(y) else math.nan for y in ys], dtype=np.float64)
+
     def decode(self, code):
         return float(code)
 

@@ -21,13 +21,16 @@ How:
 2. each stream whose learner has a jitted loop becomes an array (channels to
    columns in an order every message follows, NaN where a channel is absent) and
    a label code per row, and runs the learner's ``run_rows`` (PAACDS's and
-   ActiveAROW's loops in :mod:`edgelearn.kernels.log_replay`, binary and multiclass);
+   ActiveAROW's loops in :mod:`edgelearn.kernels.log_replay`, binary and multiclass;
+   SurpriseDetector's and AROWRegressor's in ``log_replay_anomaly`` and
+   ``log_replay_regression``);
 3. the stream's counters, sequence accounting and metrics are then filled in from
    the loop's predictions and queries, with the pipeline's own rules, per label
    and per run of rows rather than per row.
 
 Which streams take the jitted loop: those whose learner declares the
-``"log_loop"`` capability (PAACDS and ActiveAROW, binary and multiclass, today), under the
+``"log_loop"`` capability (PAACDS and ActiveAROW, binary and multiclass, SurpriseDetector
+and AROWRegressor, today), under the
 ``from_data`` and ``all`` label policies. Every other learner, and a
 stream whose messages list their channels in differing orders (the learner's
 sums run in message order, so an array's column order would change the last
@@ -52,7 +55,9 @@ __all__ = ["JITTED_KINDS", "jitted_path", "replay_records"]
 #: Learner kinds with a jitted log loop, and the condition under which it is used
 #: (kept for callers of the older name; the pipeline asks the learner instead).
 JITTED_KINDS = {"paacds": "binary or multiclass, label policy from_data or all",
-                "active_arow": "binary or multiclass, label policy from_data or all"}
+                "active_arow": "binary or multiclass, label policy from_data or all",
+                "surprise": "anomaly, label policy from_data or all",
+                "arow_regressor": "regression, label policy from_data or all"}
 
 #: Messages of one stream kept before they are run (memory stays bounded over
 #: a month of logs; the learner's state carries over from chunk to chunk).
@@ -100,8 +105,9 @@ def jitted_path(pipeline: Pipeline) -> str | None:
 
 class _Rows:
     """One stream's accepted readings, kept as pieces of arrays: per reading seq,
-    ts, label id (-1: none), receive time and channel count; per channel its name
-    id and value (ids of the decoder's tables)."""
+    ts, label id (-1: none; LABEL_NUMBER: the number in the last array), receive
+    time and channel count; per channel its name id and value (ids of the
+    decoder's tables); per reading its number label (NaN: none)."""
 
     __slots__ = ("pieces", "size")
 
@@ -315,7 +321,8 @@ class _BulkReplay:
                 pairs = _ranges(decoded.pair_first[readings], decoded.pair_count[readings])
             self._keep(name, (decoded.seq[readings], decoded.ts[readings], decoded.label[readings],
                               np.repeat(received[recs], counts), decoded.pair_count[readings],
-                              decoded.pair_name[pairs], decoded.pair_value[pairs]))
+                              decoded.pair_name[pairs], decoded.pair_value[pairs],
+                              decoded.label_number[readings]))
 
     def _keep(self, name: str, piece: tuple) -> None:
         target = self.rows.get(name)
@@ -341,6 +348,7 @@ class _BulkReplay:
             np.array(counts, dtype=np.int64),
             np.array(names, dtype=np.int64),
             np.array(values, dtype=np.float64),
+            np.full(len(readings), np.nan),  # labels by id (LABEL_NUMBER is the kernel's)
         ))
 
     def _exact(self, topic: Any, payload: Any, received_at: float) -> None:

@@ -46,6 +46,23 @@ class BatchPath:
         except TypeError:  # a NumPy scalar: as prediction_fields gives it
             return pack(prediction_fields(0, 0.0, y, 0.0, False)["y"])
 
+    def packed(self, result: Any, seq: np.ndarray, ts: np.ndarray, labels: list,
+               begin: int, end: int) -> bytes:
+        """The prediction message of rows ``begin..end`` of a pass: written by the
+        jitted packer, or, for a task with its own outputs (an interval, the
+        channels behind an alarm), packed as ``Pipeline.answer_batch`` packs it."""
+        if result.outputs is None:
+            return pack_predictions(seq[begin:end], ts[begin:end], result.label_index[begin:end],
+                                    labels, result.margin[begin:end], result.asked[begin:end])
+        users = result.labels
+        predictions = [
+            {"seq": s, "ts": t, "y": users[i], "score": m, "query": q, **extra}
+            for s, t, i, m, q, extra in zip(
+                seq[begin:end].tolist(), ts[begin:end].tolist(),
+                result.label_index[begin:end].tolist(), result.margin[begin:end].tolist(),
+                result.asked[begin:end].tolist(), result.outputs[begin:end])]
+        return self.pipeline.pack({"predictions": predictions})
+
     def one(self, stream: Any, payload: bytes, received_at: float) -> list[Outbound] | None:
         """A batch of plain readings in one jitted decode, one jitted learner pass
         and one jitted write of the prediction message, with what
@@ -64,11 +81,10 @@ class BatchPath:
             return None
         seq, ts = decoded.seq, decoded.ts
         arrays = (seq, ts, decoded.label, np.full(seq.shape[0], received_at),
-                  decoded.pair_count, decoded.pair_name, decoded.pair_value)
+                  decoded.pair_count, decoded.pair_name, decoded.pair_value, decoded.label_number)
         result = run_pass(pipeline, stream, arrays, columns, decoder)
-        packed = pack_predictions(seq, ts, result.label_index,
-                                  [self.pack_label(y) for y in result.labels],
-                                  result.margin, result.asked)
+        labels = [] if result.outputs is not None else [self.pack_label(y) for y in result.labels]
+        packed = self.packed(result, seq, ts, labels, 0, seq.shape[0])
         pipeline.tally.batches += 1
         return [Outbound(stream.prediction_topic, packed, pipeline.prediction_qos, False),
                 *result.requests]
@@ -143,18 +159,16 @@ class BatchPath:
         seq, ts = decoded.seq[:rows], decoded.ts[:rows]
         received = np.repeat([item[2] for item in items[:taken]], decoded.count[:taken])
         arrays = (seq, ts, decoded.label[:rows], received, decoded.pair_count[:rows],
-                  decoded.pair_name[:pairs], decoded.pair_value[:pairs])
+                  decoded.pair_name[:pairs], decoded.pair_value[:pairs], decoded.label_number[:rows])
         result = run_pass(pipeline, stream, arrays, columns, decoder)
-        labels = [self.pack_label(y) for y in result.labels]
+        labels = [] if result.outputs is not None else [self.pack_label(y) for y in result.labels]
         # each message's label requests: those of its rows first[m] .. first[m + 1] - 1
         request_at = np.searchsorted(np.asarray(result.request_rows, dtype=np.int64),
                                      np.append(decoded.first[:taken], rows)).tolist()
         out = []
         for m in range(taken):
             begin, end = int(decoded.first[m]), int(decoded.first[m] + decoded.count[m])
-            packed = pack_predictions(seq[begin:end], ts[begin:end],
-                                      result.label_index[begin:end], labels,
-                                      result.margin[begin:end], result.asked[begin:end])
+            packed = self.packed(result, seq, ts, labels, begin, end)
             pipeline.tally.batches += 1
             out.append([Outbound(stream.prediction_topic, packed, pipeline.prediction_qos, False),
                         *result.requests[request_at[m]:request_at[m + 1]]])

@@ -22,8 +22,8 @@ from edgelearn.learners.arrays import RowsPass
 from edgelearn.learners.base import BinaryTargets
 
 from ..wire import encode_label_request
-from ..wire.bulk_decode import FastDecoder
-from . import multiclass_rows
+from ..wire.bulk_decode import LABEL_NUMBER, FastDecoder
+from . import multiclass_rows, task_rows
 from .kernels.rows import first_rows, rows_matrix, sequence
 from .tally import Outbound
 
@@ -36,7 +36,7 @@ __all__ = ["BatchPass", "rows_fit", "run_jitted", "run_pass", "run_per_message"]
 
 def _readings(arrays: tuple, decoder: FastDecoder) -> list[tuple]:
     """A stream's rows as the pipeline's reading tuples ``(ts, seq, channels, y)``."""
-    seq, ts, label, _, count, name, value = arrays
+    seq, ts, label, _, count, name, value, number = arrays
     names, labels = decoder.names.values, decoder.labels.values
     out = []
     p = 0
@@ -44,7 +44,8 @@ def _readings(arrays: tuple, decoder: FastDecoder) -> list[tuple]:
         channels = {names[n]: v for n, v in zip(name[p:p + k].tolist(), value[p:p + k].tolist())}
         p += k
         code = int(label[i])
-        out.append((float(ts[i]), int(seq[i]), channels, None if code < 0 else labels[code]))
+        y = labels[code] if code >= 0 else float(number[i]) if code == LABEL_NUMBER else None
+        out.append((float(ts[i]), int(seq[i]), channels, y))
     return out
 
 
@@ -109,7 +110,9 @@ class BatchPass(NamedTuple):
     ``margin``, whether it asked (``asked``), and its prediction in the user's
     labels, ``labels[label_index[row]]``; and the label requests it issued
     (:class:`Outbound`, under the ``request`` policy), in row order, with their
-    rows (``request_rows``)."""
+    rows (``request_rows``). A regression or anomaly stream's rows also have the
+    task's own outputs (``outputs``, per row a dict: an interval, the channels behind
+    an alarm), which its prediction message carries; None for a classifier."""
 
     pred: np.ndarray
     margin: np.ndarray
@@ -118,6 +121,7 @@ class BatchPass(NamedTuple):
     labels: list
     requests: list
     request_rows: list
+    outputs: list | None = None
 
 
 def rows_fit(stream: Any, label: np.ndarray, decoder: FastDecoder) -> bool:
@@ -147,7 +151,7 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
     """Run ``stream``'s rows (``arrays``, channels in the order ``columns``) through
     its learner's jitted loop. A label journal hears of every lesson learned, after
     the pass: ``on_learn_batch`` once, or else ``on_learn`` per lesson."""
-    seqs, _, label, received, count, pair_name, pair_value = arrays
+    seqs, _, label, received, count, pair_name, pair_value, number = arrays
     name = stream.name
     model = stream.learner
     tally = pipeline.tally
@@ -157,9 +161,13 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
     position[columns] = np.arange(columns.shape[0])
     X = rows_matrix(count, pair_name, pair_value, position, len(names))
 
-    multiclass = model.task == "multiclass"
-    if multiclass:
+    task = model.task
+    multiclass = task == "multiclass"
+    valued = task in task_rows.TASKS  # regression, anomaly: answers are numbers or verdicts
+    if multiclass or valued:
         codes, labels = multiclass_rows.label_codes(pipeline, stream, label, decoder)
+        if valued:  # a regression stream's numbers, each its own label
+            codes, labels = task_rows.number_codes(label, number, codes, labels)
     else:
         codes, truth, labels, side_labels = _label_sides(pipeline, stream, label, decoder)
     active_learning = pipeline.label_policy == "from_data"
@@ -187,7 +195,7 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
     stream.learned += n_learned
     if journaling and n_learned:  # after the counts, so a checkpoint it makes holds them with the lessons
         _journal_lessons(pipeline, name, stream.learned - n_learned, np.flatnonzero(learn_rows),
-                         codes, labels, feat_k, feat_slots, feat_z)
+                         codes, labels, feat_k, feat_slots, feat_z, result.z_width)
     if n:
         stream.last_received_at = float(received[-1])
     # Sequence accounting, as StreamState.note_seq does it reading by reading.
@@ -198,7 +206,12 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
         stream.add_sequence_counts(moved.tolist(), tally)
 
     # Scoring, as the task's rules do it, run by run of rows with the same labels.
-    if multiclass:
+    outputs = None
+    if valued:
+        task_rows.score_rows(stream, codes, labels, result)
+        label_index, user_labels = task_rows.user_predictions(task, result)
+        outputs = task_rows.row_outputs(task, result, names)
+    elif multiclass:
         label_index, user_labels = multiclass_rows.user_predictions(pred, model.targets)
         multiclass_rows.score_rows(pipeline, stream, codes, labels, result.usable, label_index,
                                    user_labels)
@@ -210,29 +223,32 @@ def run_pass(pipeline: Pipeline, stream: Any, arrays: tuple, columns: np.ndarray
         stream.last_output = {"seq": int(seqs[-1]), "ts": float(arrays[1][-1]),
                               "y": stream.last_label, "score": float(margins[-1]),
                               "query": bool(asked[-1])}
+        if outputs is not None:
+            stream.last_output.update(outputs[-1])
     requests = []
-    request_rows = np.flatnonzero(asked & (label < 0)).tolist() if requesting else []
+    request_rows = np.flatnonzero(asked & (label == -1)).tolist() if requesting else []
     if requesting:
         # Pipeline.predict's label requests: a row without a label that asked
         for i in request_rows:
             k = int(feat_k[i])
             seq, ts = int(seqs[i]), float(arrays[1][i])
-            features = (feat_slots[i, :k].copy(), feat_z[i, :k].copy())
+            features = (feat_slots[i, :k].copy(), feat_z[i, :k * result.z_width].copy())
             predicted = user_labels[int(label_index[i])]
             req = pipeline.labels.issue(name, seq, features, predicted)
             requests.append(Outbound(
                 stream.label_request_topic,
                 encode_label_request(req, seq, ts, predicted, float(margins[i]),
-                                     pipeline.labels.ttl_seconds),
+                                     pipeline.labels.ttl_seconds, None,
+                                     None if outputs is None else outputs[i]),
                 pipeline.label_request_qos, False))
         tally.label_requests += len(requests)
         stream.label_requests += len(requests)
-    return BatchPass(pred, margins, asked, label_index, user_labels, requests, request_rows)
+    return BatchPass(pred, margins, asked, label_index, user_labels, requests, request_rows, outputs)
 
 
 def _journal_lessons(pipeline: Pipeline, name: str, learned_before: int, rows: np.ndarray,
                      codes: np.ndarray, labels: list, feat_k: np.ndarray,
-                     feat_slots: np.ndarray, feat_z: np.ndarray) -> None:
+                     feat_slots: np.ndarray, feat_z: np.ndarray, z_width: int = 1) -> None:
     """Tell the label journal of the lessons the pass learned (``rows``, in order),
     numbered from the stream's ``learned`` count before the pass, as
     ``Pipeline._learn`` does reading by reading: all at once (``on_learn_batch``,
@@ -241,17 +257,22 @@ def _journal_lessons(pipeline: Pipeline, name: str, learned_before: int, rows: n
     its outputs, which come after this, and a crash before then loses the learner's
     memory of the batch too. If the stream's channel map moved during the pass, the
     journal checkpoints the stream first, with every lesson of the batch in it, and a
-    replay skips them as already learned."""
-    if pipeline.on_learn_batch is not None:
+    replay skips them as already learned. A lesson that keeps ``z_width`` numbers
+    of ``feat_z`` per channel (an anomaly detector's evidence rows: ``z_width`` > 1)
+    goes to ``on_learn``, as reading by reading: a batch record holds one number of
+    ``z`` per channel."""
+    if pipeline.on_learn_batch is not None and z_width == 1:
         k = feat_k[rows]
         kept = np.arange(feat_slots.shape[1]) < k[:, None]  # each lesson's first k features
         pipeline.on_learn_batch(name, learned_before, k, feat_slots[rows][kept],
                                 feat_z[rows][kept], codes[rows].astype(np.int32), labels)
         return
+    if pipeline.on_learn is None:
+        return
     for j, i in enumerate(rows.tolist()):
         k = int(feat_k[i])
         pipeline.on_learn(name, learned_before + j, feat_slots[i, :k].copy(),
-                          feat_z[i, :k].copy(), labels[int(codes[i])])
+                          feat_z[i, :k * z_width].copy(), labels[int(codes[i])])
 
 
 def _targets_at(states: list[tuple[int, list]], row: int, name: str) -> BinaryTargets:

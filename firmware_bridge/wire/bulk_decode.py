@@ -31,6 +31,7 @@ random valid and invalid messages.
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,15 +39,17 @@ import msgpack
 import numpy as np
 
 from .kernels import msgpack_scan as k
-from .labels import label_problem
+from .labels import NUMBER_TASKS, label_problem
 from .limits import DEFAULT_LIMITS, Limits
 from .logfile import header_problem
 from .names import name_problem
 
-__all__ = ["ByteTable", "FastDecoder", "DecodedPayloads", "ScannedLog", "REC_SINGLE",
+__all__ = ["ByteTable", "FastDecoder", "DecodedPayloads", "LABEL_NUMBER", "ScannedLog", "REC_SINGLE",
            "REC_BATCH", "REC_PYTHON"]
 
 REC_SINGLE, REC_BATCH, REC_PYTHON = k.REC_SINGLE, k.REC_BATCH, k.REC_PYTHON
+#: A reading's label code when its label is a number kept in ``label_number``.
+LABEL_NUMBER = k.LABEL_NUMBER
 
 
 class ByteTable:
@@ -127,8 +130,9 @@ class DecodedPayloads:
     """What :meth:`FastDecoder.decode_payloads` read: per record its ``kind``
     (REC_SINGLE, REC_BATCH or REC_PYTHON) and its readings ``first[i] ..
     first[i] + count[i]``; per reading ``seq``, ``ts``, ``label`` (a label id,
-    -1 for none) and its pairs ``pair_first .. + pair_count`` in
-    ``pair_name`` (name ids) and ``pair_value``."""
+    -1 for none, :data:`LABEL_NUMBER` for a number in ``label_number``: a regression
+    stream's float references, which the label table does not keep) and its pairs
+    ``pair_first .. + pair_count`` in ``pair_name`` (name ids) and ``pair_value``."""
 
     kind: np.ndarray
     first: np.ndarray
@@ -140,6 +144,7 @@ class DecodedPayloads:
     pair_count: np.ndarray
     pair_name: np.ndarray
     pair_value: np.ndarray
+    label_number: np.ndarray | None = None
 
 
 @dataclass
@@ -224,6 +229,8 @@ class FastDecoder:
             value: Any = bool(body[0])
         elif tag == k.TAG_INT:
             value = int.from_bytes(body, "big", signed=True)
+        elif tag == k.TAG_FLOAT:
+            value = struct.unpack(">d", body)[0]
         else:
             try:
                 value = body.decode("utf-8")
@@ -285,7 +292,7 @@ class FastDecoder:
         p_cap = int(lengths.sum()) // 2 + max_readings * limits.max_channels + 16
         r = [np.empty(r_cap, dtype=np.int64), np.empty(r_cap, dtype=np.float64),
              np.empty(r_cap, dtype=np.int64), np.empty(r_cap, dtype=np.int64),
-             np.empty(r_cap, dtype=np.int64)]
+             np.empty(r_cap, dtype=np.int64), np.empty(r_cap, dtype=np.float64)]
         pairs = [np.empty(p_cap, dtype=np.int64), np.empty(p_cap, dtype=np.float64)]
         cursors = np.zeros(2, dtype=np.int64)
         i = 0
@@ -301,7 +308,7 @@ class FastDecoder:
                 labels.keys, labels.vals, labels.pool, labels.off, labels.length, labels.ok,
                 self._canon, limits.max_payload_bytes, limits.max_channels,
                 limits.max_channel_name_bytes, limits.max_string_bytes, max_readings,
-                limits.max_depth >= 4, self._info, self._bits, cursors,
+                limits.max_depth >= 4, self._info, self._bits, cursors, self.task in NUMBER_TASKS,
             )
             if status == k.DONE:
                 break
@@ -314,7 +321,7 @@ class FastDecoder:
                 pairs = [_grow(a, 2 * a.shape[0]) for a in pairs]
         n_r, n_p = int(cursors[0]), int(cursors[1])
         return DecodedPayloads(kind, first, count, r[0][:n_r], r[1][:n_r], r[2][:n_r],
-                               r[3][:n_r], r[4][:n_r], pairs[0][:n_p], pairs[1][:n_p])
+                               r[3][:n_r], r[4][:n_r], pairs[0][:n_p], pairs[1][:n_p], r[5][:n_r])
 
     def scan_log(self, path: Any) -> ScannedLog | None:
         """The records of a version 2 log file, CRC-checked in the kernel; None for a
@@ -367,6 +374,8 @@ def _canonical_label(y: Any) -> bytes | None:
         return bytes((k.TAG_BOOL, int(y)))
     if isinstance(y, int) and -(2 ** 63) <= y < 2 ** 63:
         return bytes((k.TAG_INT,)) + y.to_bytes(8, "big", signed=True)
+    if isinstance(y, float):
+        return bytes((k.TAG_FLOAT,)) + struct.pack(">d", y)
     if isinstance(y, str):
         try:
             return bytes((k.TAG_STR,)) + y.encode("utf-8")

@@ -35,7 +35,10 @@ REC_SINGLE, REC_BATCH, REC_PYTHON = 0, 1, 2
 # Kinds of msgpack objects, as _head reads them.
 K_INT, K_BIGUINT, K_FLOAT, K_NIL, K_BOOL, K_STR, K_BIN, K_ARRAY, K_MAP, K_OTHER, K_TRUNC = range(11)
 # Tags of the canonical label bytes (the label table's keys).
-TAG_BOOL, TAG_INT, TAG_STR = 98, 105, 115  # b"b", b"i", b"s"
+TAG_BOOL, TAG_INT, TAG_STR, TAG_FLOAT = 98, 105, 115, 102  # b"b", b"i", b"s", b"f"
+# The label code of a reading whose label is a number kept apart, in its own array (a
+# regression's references: each one differs, so none goes in the label table).
+LABEL_NUMBER = -4
 # ints whose float is exact: beyond this the kernel leaves the number to Python.
 EXACT_INT = 2 ** 53
 # seq values beyond this go to Python (seq arithmetic stays far from int64's end).
@@ -301,14 +304,26 @@ def scan_records(
 
 
 @inline
-def _label(buf, pos, end, canon, l_keys, l_vals, l_pool, l_off, l_len, bits, info):
+def _label(buf, pos, end, canon, l_keys, l_vals, l_pool, l_off, l_len, bits, info, numbers):
     """The label at ``pos``: ``(code, next)``; code -1 for nil, -2 for a label this
     kernel leaves to Python, -3 for one the table lacks (``info`` holds its span
-    and canonical bytes are in ``canon[:info[2]]``)."""
-    kind, n, ival, _, p = _head(buf, pos, end, bits)
+    and canonical bytes are in ``canon[:info[2]]``); with ``numbers``, LABEL_NUMBER
+    for a finite float, its value left in ``bits`` (as float64)."""
+    kind, n, ival, fval, p = _head(buf, pos, end, bits)
     if kind == K_NIL:
         return -1, p
-    if kind == K_BOOL:
+    if kind == K_FLOAT and numbers and np.isfinite(fval):
+        bits.view(np.float64)[0] = fval
+        return LABEL_NUMBER, p
+    if kind == K_FLOAT:
+        # a number (a regression's reference): the float64's bits, big-endian, as
+        # Python's struct.pack(">d") writes them (a float32 widened first, as msgpack does)
+        bits.view(np.float64)[0] = fval
+        canon[0] = TAG_FLOAT
+        for j in range(8):
+            canon[1 + j] = (bits[0] >> (56 - 8 * j)) & 0xFF
+        size = 9
+    elif kind == K_BOOL:
         canon[0] = TAG_BOOL
         canon[1] = ival
         size = 2
@@ -336,9 +351,10 @@ def _label(buf, pos, end, canon, l_keys, l_vals, l_pool, l_off, l_len, bits, inf
 
 @jit
 def _reading(
-    buf, pos, end, r, pc, r_seq, r_ts, r_label, r_p0, r_np, p_name, p_val,
+    buf, pos, end, r, pc, r_seq, r_ts, r_label, r_p0, r_np, r_number, p_name, p_val,
     n_keys, n_vals, n_pool, n_off, n_len, n_ok, mark, stamp,
     l_keys, l_vals, l_pool, l_off, l_len, l_ok, canon, max_channels, max_name, max_string, bits, info,
+    numbers,
 ):
     """One data message (a map) at ``pos`` into reading ``r``, its pairs from ``pc``.
 
@@ -349,6 +365,7 @@ def _reading(
         return REC_PYTHON, p, 0
     seen = 0
     label = -1
+    number = np.nan
     k = 0
     for _ in range(n_fields):
         kind, klen, _, _, p = _head(buf, p, end, bits)
@@ -419,7 +436,10 @@ def _reading(
                 p_val[pc + k] = value
                 k += 1
         else:  # y
-            label, p = _label(buf, p, end, canon, l_keys, l_vals, l_pool, l_off, l_len, bits, info)
+            label, p = _label(buf, p, end, canon, l_keys, l_vals, l_pool, l_off, l_len, bits, info,
+                              numbers)
+            if label == LABEL_NUMBER:
+                number = bits.view(np.float64)[0]
             if label == -3:
                 return NEED_LABEL, p, 0
             if label == -2 or (label >= 0 and l_ok[label] == 0):
@@ -427,6 +447,7 @@ def _reading(
     if seen & 14 != 14:  # ts, seq and ch
         return REC_PYTHON, p, 0
     r_label[r] = label
+    r_number[r] = number
     r_p0[r] = pc
     r_np[r] = k
     return 0, p, k
@@ -435,10 +456,11 @@ def _reading(
 @jit
 def decode_payloads(
     buf, p_start, p_len, rec_ok, first, n_rec,
-    rec_kind, rec_r0, rec_nr, r_seq, r_ts, r_label, r_p0, r_np, p_name, p_val,
+    rec_kind, rec_r0, rec_nr, r_seq, r_ts, r_label, r_p0, r_np, r_number, p_name, p_val,
     n_keys, n_vals, n_pool, n_off, n_len, n_ok, mark, stamps,
     l_keys, l_vals, l_pool, l_off, l_len, l_ok, canon,
     max_payload, max_channels, max_name, max_string, max_readings, batches, info, bits, cursors,
+    numbers,
 ):
     """Decode the payloads of records ``first..n_rec-1`` (``rec_ok[i]``: the record is
     on a data topic the caller reads this way; others are flagged for Python).
@@ -446,7 +468,9 @@ def decode_payloads(
     ``cursors`` holds the next free reading and pair (kept across calls). Returns
     ``(i, status)``: DONE with ``i == n_rec``; FULL when record ``i``'s readings do
     not fit; NEED_NAME / NEED_LABEL at record ``i`` (``info`` has the span); call
-    again from ``i`` after adding it."""
+    again from ``i`` after adding it. With ``numbers`` (a regression stream's
+    decoder) a finite float label is read as a number: label LABEL_NUMBER, its value
+    in ``r_number``."""
     r_cap = r_seq.shape[0]
     p_cap = p_name.shape[0]
     for i in range(first, n_rec):
@@ -475,10 +499,10 @@ def decode_payloads(
         for j in range(n_read):
             stamps[0] += 1
             status, pos, k = _reading(
-                buf, pos, end, r + j, pc, r_seq, r_ts, r_label, r_p0, r_np, p_name, p_val,
+                buf, pos, end, r + j, pc, r_seq, r_ts, r_label, r_p0, r_np, r_number, p_name, p_val,
                 n_keys, n_vals, n_pool, n_off, n_len, n_ok, mark, stamps[0],
                 l_keys, l_vals, l_pool, l_off, l_len, l_ok, canon,
-                max_channels, max_name, max_string, bits, info,
+                max_channels, max_name, max_string, bits, info, numbers,
             )
             if status != 0:
                 break
