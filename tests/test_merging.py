@@ -145,6 +145,37 @@ def test_arow_started_from_a_group_contributes_only_its_own_learning():
         np.testing.assert_allclose(p[free], 1.0 / new.S[0, f][free], rtol=1e-9)
 
 
+def test_arow_started_from_a_group_holds_an_informed_budget_across_checkpoints():
+    from edgelearn.kernels import rate_control as RC
+
+    group = ActiveAROW.merge([trained(ActiveAROW, readings(600, s)).contribution() for s in (1, 2)])
+    joined, alone = ActiveAROW.from_group(group, target_query_rate=0.1), ActiveAROW(target_query_rate=0.1)
+    assert RC.is_informed(joined.rng_state) and not RC.is_informed(alone.rng_state)
+    test = readings(400, 9)
+    asked = {}
+    for model in (joined, alone):
+        asked[model] = []
+        for x, y in test[:200]:
+            d = model.decide_one(x)
+            asked[model].append(d.ask)
+            if d.ask:
+                model.learn(d.slots, d.z, y)
+    # no start-up loan: never ahead of the budget; the lone learner takes its loan at once
+    assert sum(asked[joined]) <= 1.05 * 0.1 * 200 and sum(asked[alone]) >= 25
+    assert sum(asked[joined]) < sum(asked[alone])
+    restored = ActiveAROW.from_state(joined.to_state())
+    assert restored.rng_state.tolist() == joined.rng_state.tolist()
+    for x, y in test[200:]:  # the same decisions after a checkpoint, in both the fused and the dict path
+        a, b = joined.decide_one(x), restored.decide_one(x)
+        assert a.ask == b.ask
+        if a.ask:
+            joined.learn(a.slots, a.z, y)
+            restored.learn(b.slots, b.z, y)
+    assert restored.rng_state.tolist() == joined.rng_state.tolist()
+    # a lone learner's state does not load an informed one's word
+    assert not RC.is_informed(ActiveAROW.from_state(alone.to_state()).rng_state)
+
+
 def test_arow_checkpoint_keeps_the_last_contribution():
     data = readings(400, 6)
     model = trained(ActiveAROW, data[:200])

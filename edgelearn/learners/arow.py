@@ -11,7 +11,7 @@ import numpy as np
 
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
-from ..kernels.rate_control import new_query_state, widened
+from ..kernels.rate_control import informed_query_state, is_informed, new_query_state, widened
 from .arrays import RowsPass, RowsResult, row_buffers, run_indexed, run_signed
 from .base import Decision, Learner, softmax_proba
 from .budget import HeldBudget
@@ -99,7 +99,12 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
       weight's mean is ``sum H / sum P``, the learners that are surer of a weight
       count more in it.  A learner starting from the group takes its means and
       variances ``max(1 / P, variance_floor)``; bin frequencies are merged
-      weighted by the channels' counts.  A multiclass model shares one belief
+      weighted by the channels' counts.  Its label budget is an informed
+      start's (:mod:`edgelearn.kernels.rate_control`): it is not a new model,
+      so it takes no start-up loan, and over its first 250 readings it asks
+      only for the labels its rule wants (a model that is sure of a reading,
+      by its margin in standard deviations of the merged belief, does not
+      want its label) instead of spending a full bucket.  A multiclass model shares one belief
       row per class, put in the group's order by the class's label (a label
       the group has not met takes the next free row, at most ``n_classes``).
     * **Multiclass** is one-vs-rest: one belief per class, the predicted
@@ -474,6 +479,10 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
             self.b[:] = np.asarray(totals["intercept_precision_mean"], dtype=np.float64) / precision
             self.Sb[:] = np.maximum(1.0 / precision, floor)
 
+    def _started_from_group(self) -> None:
+        self.rng_state = informed_query_state(self.rng_state)
+        self._fused = Fused()  # the fused model holds the query state's array
+
     # -- state ----------------------------------------------------------------
 
     _LEARNED = ("W", "S", "b", "Sb", "bin_freq", "rng_state")
@@ -498,7 +507,11 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
 
     def _load_learned(self, learned: dict) -> None:
         # States saved before the budget counted hold the generator's word alone.
-        super()._load_learned({**learned, "rng_state": widened(learned["rng_state"])})
+        saved = widened(learned["rng_state"])
+        if is_informed(saved) != is_informed(self.rng_state):  # an informed start's has a word more
+            self.rng_state = informed_query_state(self.rng_state) if is_informed(saved) else new_query_state(0)
+            self._fused = Fused()
+        super()._load_learned({**learned, "rng_state": saved})
         self._current_threshold = float(learned["threshold"])
         self._load_contribution_state(learned.get("contributed"))
 

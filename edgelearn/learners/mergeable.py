@@ -69,6 +69,10 @@ class Mergeable:
     def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
         raise NotImplementedError
 
+    def _started_from_group(self) -> None:
+        """What else changes in a learner that starts from a group model (its label
+        budget, say); nothing by default."""
+
     # -- the capability -----------------------------------------------------------------
 
     def contribution(self) -> dict:
@@ -132,6 +136,7 @@ class Mergeable:
         if group["labels"]:
             self.targets.load(list(group["labels"]))
         self._load_shared(placed, part, totals)
+        self._started_from_group()
         # What came from the group is not this learner's to contribute.
         self._remember_contribution(self._shared_by_slot(), self._shared_model_wide())
 
