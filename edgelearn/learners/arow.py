@@ -14,6 +14,7 @@ from ..kernels import arow as K
 from ..kernels.rate_control import informed_query_state, is_informed, new_query_state, widened
 from .arrays import RowsPass, RowsResult, row_buffers, run_indexed, run_signed
 from .base import Decision, Learner, softmax_proba
+from .belief_sharing import belief_by_slot, belief_columns, load_belief
 from .budget import HeldBudget
 from .mergeable import Mergeable
 from .one_call import Fused, OneCallBinary, compiled_entry
@@ -439,22 +440,11 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
 
     @classmethod
     def _shared_columns(cls, structure: dict) -> dict:
-        width = structure.get("n_classes", 1) * (1 + structure["n_bins"])
-        return {"precision": width, "precision_mean": width, "bin_counts": structure["n_bins"]}
+        return belief_columns(structure.get("n_classes", 1), structure["n_bins"])
 
     def _shared_by_slot(self) -> dict:
-        # Per channel, per belief row: its linear weight, then its bin weights
-        # (K.expand's layout), the rows one after another.
-        capacity, n_bins = self.capacity, self.n_bins
-        precision = 1.0 / self.S - 1.0 / _PRIOR_VAR
-        precision_mean = self.W / self.S
-
-        def by_channel(feature_values):
-            return np.concatenate([np.concatenate([row[:capacity, None], row[capacity:].reshape(capacity, n_bins)],
-                                                  axis=1) for row in feature_values], axis=1)
-
-        return {"precision": by_channel(precision), "precision_mean": by_channel(precision_mean),
-                "bin_counts": self.channels.count[:, None] * self.bin_freq}
+        return belief_by_slot(self.W, self.S, self.channels.count, self.bin_freq, self.capacity, self.n_bins,
+                              _PRIOR_VAR)
 
     def _shared_model_wide(self) -> dict:
         if not self.learn_intercept:
@@ -463,17 +453,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
                 "intercept_precision_mean": self.b / self.Sb}
 
     def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
-        capacity, n_bins, floor = self.capacity, self.n_bins, self._floor
-        rows = self.W.shape[0]
-        for i, s in placed:
-            precision = 1.0 / _PRIOR_VAR + np.asarray(part["precision"][i], dtype=np.float64).reshape(rows, -1)
-            mean = np.asarray(part["precision_mean"][i], dtype=np.float64).reshape(rows, -1) / precision
-            features = np.r_[s, capacity + s * n_bins + np.arange(n_bins)]
-            self.W[:, features] = mean
-            self.S[:, features] = np.maximum(1.0 / precision, floor)
-            n = float(part["n"][i])
-            if n > 0 and n_bins:
-                self.bin_freq[s] = np.asarray(part["bin_counts"][i], dtype=np.float64) / n
+        floor = self._floor
+        load_belief(self.W, self.S, self.bin_freq, placed, part, self.capacity, self.n_bins, floor, _PRIOR_VAR)
         if self.learn_intercept:
             precision = 1.0 / _PRIOR_VAR + np.asarray(totals["intercept_precision"], dtype=np.float64)
             self.b[:] = np.asarray(totals["intercept_precision_mean"], dtype=np.float64) / precision

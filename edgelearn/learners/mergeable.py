@@ -69,6 +69,10 @@ class Mergeable:
     def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
         raise NotImplementedError
 
+    def _learned_anything(self) -> bool:
+        """Whether this learner has learned anything (a label met, by default)."""
+        return self.targets.learned_any
+
     def _started_from_group(self) -> None:
         """What else changes in a learner that starts from a group model (its label
         budget, say); nothing by default."""
@@ -126,7 +130,7 @@ class Mergeable:
         the group's channels take slots, the most observed first, with the
         group's statistics and what the group learned of them."""
         owner = type(self).__name__
-        if self.channels.n_assigned or self.targets.learned_any:
+        if self.channels.n_assigned or self._learned_anything():
             raise ValueError(f"{owner}.load_group needs a learner that has learned nothing; "
                              f"this one knows {self.channels.n_assigned} channels.")
         check_kind(owner, group, self._shared_structure())
