@@ -432,6 +432,11 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
 
     # -- merging (edgelearn.learners.mergeable) ---------------------------------
 
+    def _precision_per_reading(self) -> float:
+        # A step adds z^2 / (v + r - S z^2) <= z^2 / r to a weight's precision (v >= S z^2);
+        # a linear feature's |z| is at most z_max, a centred bin code's at most 1.
+        return max(self.channels.z_max, 1.0) ** 2 / self._r
+
     def _shared_structure(self) -> dict:
         structure = {"n_bins": self.n_bins, "learn_intercept": self.learn_intercept}
         if not self.binary:  # one belief row per class

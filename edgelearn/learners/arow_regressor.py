@@ -376,6 +376,10 @@ class AROWRegressor(Mergeable, Learner):
     def _learned_anything(self) -> bool:
         return self.stats[K.N_REF] > 0
 
+    def _precision_per_reading(self) -> float:
+        # ActiveAROW's bound (a step's r is scaled up, never down, by absent channels).
+        return max(self.channels.z_max, 1.0) ** 2 / self.r
+
     def _shared_structure(self) -> dict:
         return {"n_bins": self.n_bins, "learn_intercept": self.learn_intercept}
 
