@@ -219,7 +219,7 @@ def test_the_fleet_with_a_learner_that_cannot_merge_is_refused_at_the_start(tmp_
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == ("edgelearn gateway: error: [fleet] enabled needs a learner that can merge "
-                                     "(active_arow, paacds, pa). Got SynthesisNB.")
+                                     "(active_arow, paacds, pa, arow_regressor). Got SynthesisNB.")
 
 
 def test_the_example_acl_lets_each_gateway_write_only_its_own_fleet_topic(tmp_path):

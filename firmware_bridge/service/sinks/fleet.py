@@ -48,7 +48,7 @@ SECTION = Section("""
     A fleet that learns together (docs/fleet.md): the gateways of one group share
     what their streams' learners learned over the broker, and a new stream starts
     from the group's model. Off by default. Needs a learner that can merge
-    (active_arow, paacds, pa).""", {
+    (active_arow, paacds, pa, arow_regressor).""", {
     "enabled": Setting(Boolean(), "true: share learned models with the other gateways of the group", False),
     "group": Setting(ID_TEXT, "gateways of one group share", "default"),
     "streams": Setting(Text(1, 256), "which streams take part (a glob on the stream name)", "*"),
@@ -97,11 +97,11 @@ class FleetSink(Sink):
         self.exchange = contributions
         pipeline = host.pipeline
         self.kind = learner_class(pipeline.learner_kind)
+        if not pipeline.learner_can("merge"):
+            raise ValueError("[fleet] enabled needs a learner that can merge (active_arow, paacds, pa, "
+                             f"arow_regressor). Got {self.kind.__name__}.")
         # A learner with the gateway's parameters, to tell what a sender could have learned.
         self.bounds = make_learner(pipeline.learner_kind, pipeline.learner_params)
-        if not pipeline.learner_can("merge"):
-            raise ValueError(f"[fleet] enabled needs a learner that can merge (active_arow, paacds, pa). "
-                             f"Got {self.kind.__name__}.")
         self.group_name = settings["group"]
         self.pattern = settings["streams"]
         self.interval_s = float(settings["interval_seconds"])
