@@ -525,7 +525,12 @@ def main(argv=None) -> int:
     for label, k, fleet, nats, offset in plan:
         run_args = argparse.Namespace(**{**vars(args), "offset": offset})
         print(f"{label} ...", file=sys.stderr, flush=True)
-        runs.append((label, one_run(k, fleet, run_args, args.seed, nats)))
+        result = one_run(k, fleet, run_args, args.seed, nats)
+        runs.append((label, result))
+        for name, lag in sorted(result["lag"].items()):
+            if lag["max"] > LAG_WARNING_S:
+                print(f"warning: {label}: gateway {name}'s predictions came up to {lag['max']:.1f} s after their "
+                      f"readings (median {lag['median']:.2f} s): a stalled run", file=sys.stderr, flush=True)
     text = page(args, runs, isolated_k, time.time() - started)
     if args.out == "-":
         print(text)
@@ -622,7 +627,8 @@ def page(args, runs: list, isolated_k: int, seconds: float) -> str:
              f"the last {REACH_WINDOW} readings reached 95% of the trained stream's (room-0's) accuracy over the "
              f"new stream's readings; 'never': not within the run. It cannot be read before the "
              f"{REACH_WINDOW}th reading, so it is never below the labels asked by then (about {REACH_WINDOW} x "
-             f"the rate). Bytes per hour at interval_seconds = 60: a gateway publishes at most one contribution a "
+             f"the rate for a stream started alone; fewer for one started from the group model, whose budget "
+             f"forgoes the labels its rule does not want over its first 250 readings). Bytes per hour at interval_seconds = 60: a gateway publishes at most one contribution a "
              f"minute and its total with every 10th, so at most 60 of this run's mean contribution and 6 of its mean "
              f"total an hour (fewer when its streams did not change). Fleet bytes per hour in this run: at "
              f"interval_seconds = {args.interval:g}, so far more often than the default 60."]
