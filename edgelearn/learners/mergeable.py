@@ -128,9 +128,9 @@ class Mergeable:
         streams learned) no learner with this learner's parameters could have
         learned, or None. The bounds: at most ``n_classes`` labels (2 if binary);
         each model-wide list one number per belief row; each channel's bin counts
-        summing to between 0 and its ``n``; and, for a kind that shares precisions, no weight's precision above
-        what its channel's ``n`` readings allow (``n`` times the most one reading adds,
-        :meth:`_precision_per_reading`). The last two hold for totals, not deltas (a
+        summing to between 0 and its ``n``; and, for a kind that shares precisions,
+        no weight's precision above what its channel's ``n`` readings allow (``n``
+        times the most one reading adds, :meth:`_precision_per_reading`). The last two hold for totals, not deltas (a
         label that comes after its reading was counted adds precision to the next
         contribution, never to the total beyond its readings): ``cumulative=False``
         (a single contribution) checks the first two only."""
