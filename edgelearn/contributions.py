@@ -39,6 +39,8 @@ REASONS: dict[str, str] = {
     "sizes": "columns whose lengths or widths do not match the channel names",
     "not_finite": "a NaN or infinite number",
     "out_of_bounds": "a count or precision beyond its bound, or a negative one",
+    "content": "contents no learner of the group could have learned (precision beyond its readings, "
+               "more labels than n_classes, bin counts beyond the readings)",
 }
 
 

@@ -1,7 +1,8 @@
 """What mergeable learners share: contributions, group models, and the exact
 arithmetic that combines them.
 
-A learner that declares the ``"merge"`` capability (``ActiveAROW``, ``PA``)
+A learner that declares the ``"merge"`` capability (``ActiveAROW``, ``PA``,
+``PAACDS``, ``AROWRegressor``)
 answers three calls:
 
 * ``learner.contribution()``: a plain dict (lists, floats, channel *names*; msgpack

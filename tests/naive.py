@@ -220,7 +220,12 @@ def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2
     loan ``(1 + tolerance) * target * (shortest - readings)`` until ``shortest``, ``burst =
     max(min_burst, tolerance * target * window)``; within that, ask when the
     asks are at or behind ``target * readings`` (a full bucket), else as wanted.
-    ``target <= 0``: no budget."""
+    ``target <= 0``: no budget.  A budget of three counts ``(readings, asks,
+    forgone)`` is an informed start's: no loan, and over the first ``shortest``
+    readings a full bucket gives up a label the rule does not want (counted in
+    ``forgone``, taken off the credit) instead of asking for it."""
+    if len(budget) == 3:
+        return _hold_informed_budget(wanted, budget, target, window, tolerance, min_burst, shortest)
     readings, asks = budget
     readings += 1
     if target <= 0.0:
@@ -235,6 +240,26 @@ def hold_budget(wanted, budget, target, window=1000, tolerance=0.05, min_burst=2
         loan = (1.0 + tolerance) * target * max(0.0, shortest - readings)
         ask = False if credit - 1.0 < burst - room - loan else (True if credit >= burst else bool(wanted))
     return ask, (readings, asks + int(ask))
+
+
+def _hold_informed_budget(wanted, budget, target, window, tolerance, min_burst, shortest):
+    readings, asks, forgone = budget
+    readings += 1
+    if target <= 0.0:
+        return bool(wanted), (readings, asks + int(bool(wanted)), forgone)
+    burst = max(min_burst, tolerance * target * window)
+    credit = burst + target * readings - asks - forgone
+    room = min(tolerance * target * readings,
+               burst - 1.0 + min(1.0, tolerance * target * max(0.0, readings - window)))
+    if credit - 1.0 < burst - room:
+        ask = False
+    elif credit >= burst and not (readings <= shortest and not wanted):
+        ask = True
+    elif credit >= burst:
+        ask, forgone = False, forgone + 1
+    else:
+        ask = bool(wanted)
+    return ask, (readings, asks + int(ask), forgone)
 
 
 def budgeted_query(wanted, level, budget, target, gain, adapt):

@@ -163,3 +163,76 @@ def test_a_hostile_weight_claim_moves_the_group_by_at_most_its_bounded_weight():
                                atol=1e-12)
     assert np.all(np.abs(mean["moved"] - mean["honest"]) <= share * np.abs(mean_liar - mean["honest"]) + 1e-12)
     assert np.abs(mean["moved"] - mean["honest"]).max() > 0.01  # it did move: the test can see a move
+
+
+# -- content bounds: what no learner of the group could have learned ----------------------
+
+
+def honest_totals():
+    """(learner with the group's parameters, a total of two honest learners), per mergeable kind."""
+    from edgelearn import PAACDS, AROWRegressor
+
+    rng = np.random.default_rng(29)
+    cases = []
+    for make in (lambda: ActiveAROW(), lambda: ActiveAROW(n_classes=3), lambda: PA(), lambda: PAACDS(),
+                 lambda: AROWRegressor(), lambda: ActiveAROW(r=0.5, variance_floor=0.0)):
+        learners = [make(), make()]
+        for model in learners:
+            for _ in range(300):
+                x = {k: float(rng.normal() * 5 + 3) for k in "abcd" if rng.random() > 0.2}
+                score = x.get("a", 3.0) - x.get("b", 3.0)
+                if model.task == "regression":
+                    y = 10.0 + score
+                elif model.task == "multiclass":
+                    y = "lo" if score < -2 else ("mid" if score < 2 else "hi")
+                else:
+                    y = score > 0
+                model.learn_one(x, y)
+        kind = type(learners[0])
+        total = kind.merge([learners[0].contribution()])
+        total = kind.merge([learners[1].contribution()], group=total)  # a gateway's two streams
+        cases.append((make(), total))
+    return cases
+
+
+def test_honest_totals_of_every_mergeable_kind_are_within_the_content_bounds():
+    for bounds, total in honest_totals():
+        assert bounds.content_problem(total) is None, type(bounds).__name__
+        assert bounds.content_problem(type(bounds).merge([total], [MAX_WEIGHT_OF_TEST])) is None
+
+
+MAX_WEIGHT_OF_TEST = 100.0
+
+
+def test_a_claim_no_learner_could_have_learned_is_a_content_problem():
+    cases = {type(b).__name__ + ("-multi" if "n_classes" in t["structure"] else ""): (b, t)
+             for b, t in honest_totals()}
+    bounds, total = cases["ActiveAROW"]
+    part = total["channels"]
+
+    def changed(**channel_changes):
+        return {**total, "channels": {**part, **channel_changes}}
+
+    # a precision its readings cannot buy (the weight a liar would win by it)
+    inflated = [[v * 1e6 for v in row] for row in part["precision"]]
+    assert "claims a precision" in bounds.content_problem(changed(precision=inflated))
+    # the same precision with the readings to back it is within the bound (the bound is the readings)
+    assert bounds.content_problem(changed(precision=inflated, n=[n * 1e6 for n in part["n"]],
+                                          bin_counts=[[c * 1e6 for c in row] for row in part["bin_counts"]])) is None
+    # bin counts beyond the readings, or negative
+    assert "bin counts" in bounds.content_problem(changed(bin_counts=[[c * 3 for c in row]
+                                                                     for row in part["bin_counts"]]))
+    assert "bin counts" in bounds.content_problem(changed(bin_counts=[[-c for c in row]
+                                                                     for row in part["bin_counts"]]))
+    # more labels than a binary learner has, and model-wide lists of the wrong length
+    assert "labels" in bounds.content_problem({**total, "labels": [False, True, "maybe"]})
+    assert "intercept_precision" in bounds.content_problem({**total, "intercept_precision": [0.0] * 5})
+    multi_bounds, multi = cases["ActiveAROW-multi"]
+    assert "labels" in multi_bounds.content_problem({**multi, "labels": ["a", "b", "c", "d"]})
+    assert "intercept_precision" in multi_bounds.content_problem({**multi, "intercept_precision": [0.0]})
+    # the regressor's precision bound, with its own r
+    reg_bounds, reg = cases["AROWRegressor"]
+    reg_part = reg["channels"]
+    assert reg_bounds.content_problem(reg) is None
+    assert "claims a precision" in reg_bounds.content_problem(
+        {**reg, "channels": {**reg_part, "precision": [v + 1e9 for v in reg_part["precision"]]}})

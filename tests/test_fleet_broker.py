@@ -17,6 +17,7 @@ import numpy as np
 import paho.mqtt.client as paho
 
 from brokers import Broker, wait_until
+from edgelearn.contributions import pack
 from firmware_bridge.wire import encode_data
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,6 +152,24 @@ def test_a_new_stream_starts_from_the_fleet_and_a_corrupt_contribution_is_refuse
                    20, f"B refusing a repeated contribution and one under another gateway's topic {dict((k, v) for k, v in statuses['b']['counters'].items() if k.startswith('fleet'))} {[c[0] for c in contributions]}")
         assert counter("b", "fleet_contributions_merged") == merged_before
 
+        # Contents no learner of the group could have learned, well-formed and checksummed,
+        # each from a gateway on its own topic: precisions a million times what A's readings
+        # allow (they would outweigh every honest gateway), a third label for a binary
+        # learner, a 5-row intercept. Counted, logged once, ignored by both gateways.
+        claim = msgpack.unpackb(msgpack.unpackb(last_of_a, raw=False)["body"], raw=False)
+        inflated = {**claim, "channels": {**claim["channels"], "precision": [
+            [1e6 * (v + 1.0) for v in row] for row in claim["channels"]["precision"]]}}
+        hostile = {"mallory": inflated, "trudy": {**claim, "labels": [False, True, "maybe"]},
+                   "oscar": {**claim, "intercept_precision": [1.0] * 5}}
+        for sender, body in hostile.items():
+            observer.publish(f"edgelearn/fleet/greenhouses/{sender}", pack(body, "greenhouses", sender, 1), 1
+                             ).wait_for_publish(10)
+        wait_until(lambda: counter("b", "fleet_rejected_content") == 3 and counter("a", "fleet_rejected_content") == 3,
+                   20, "both gateways refusing the three claims")
+        assert counter("b", "fleet_contributions_merged") == merged_before
+        assert "fleet_rejected_content" in statuses["b"]["counter_problems"]
+        assert (tmp_path / "b.log").read_text().count("fleet contribution refused (content)") == 1
+
         # B's new room starts from the group model; "solo" does not take part (streams = "room-*").
         fresh = concept(150, 2)
         send("b", "room-b", fresh)
@@ -200,7 +219,7 @@ def test_the_fleet_with_a_learner_that_cannot_merge_is_refused_at_the_start(tmp_
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == ("edgelearn gateway: error: [fleet] enabled needs a learner that can merge "
-                                     "(active_arow, paacds, pa). Got SynthesisNB.")
+                                     "(active_arow, paacds, pa, arow_regressor). Got SynthesisNB.")
 
 
 def test_the_example_acl_lets_each_gateway_write_only_its_own_fleet_topic(tmp_path):

@@ -239,3 +239,45 @@ def test_a_group_model_saved_before_the_totals_still_starts_new_streams(tmp_path
         assert list(saved["totals"]) == ["/saved"]  # kept, under a name no topic can give
     finally:
         fleet.close()
+
+
+def sensor_values(n: int, seed: int) -> list[tuple[dict, float]]:
+    """A virtual sensor over test_fleet_broker.concept's channels: a level far from 0
+    (each learner's offset is its first reference) plus the concept's score."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        z = {k: rng.normal() for k in WEIGHTS}
+        x = {k: float(UNITS[k][0] * v + UNITS[k][1]) for k, v in z.items() if rng.random() > 0.15}
+        out.append((x, float(500.0 + 20.0 * sum(WEIGHTS[k] * v for k, v in z.items()) + rng.normal(0, 1))))
+    return out
+
+
+def test_virtual_sensors_share_over_the_broker(tmp_path):
+    # AROWRegressor, the regression default: its belief and its intercept (in the
+    # target's units, around the members' offsets) reach the other gateway, and its
+    # honest contributions pass the content bounds.
+    fleet = Fleet(tmp_path, "learner.kind=arow_regressor", "learner.params.r=1.0",
+                  "learner.params.variance_floor=0.3")
+    try:
+        for name in ("a", "b"):
+            fleet.start(name)
+        fleet.send("a", "room-a", sensor_values(1500, 1))
+        fleet.wait_quiet("a")
+        wait_until(lambda: fleet.counter("b", "fleet_contributions_merged")
+                   == fleet.counter("a", "fleet_contributions_sent"), 30, "B merging all of A's contributions")
+        fresh = sensor_values(150, 2)
+        fleet.send("b", "room-b", fresh, labelled=False)  # no references: what it knows is the group's
+        fleet.send("b", "solo", fresh, labelled=False)
+        error = {stream: np.mean([abs(fleet.predictions[(stream, seq)] - y) for seq, (_, y) in enumerate(fresh)])
+                 for stream in ("room-b", "solo")}
+        print(f"virtual sensor, first 150 readings of a new stream, mean absolute error: from the group "
+              f"{error['room-b']:.1f}, alone {error['solo']:.1f}")
+        spread = np.std([y for _, y in fresh])
+        assert error["room-b"] < 0.5 * spread and error["room-b"] < 0.2 * error["solo"]
+        wait_until(lambda: fleet.counter("b", "fleet_streams_started") == 1, 10, "B's status counting room-b's start")
+        for name in ("a", "b"):
+            assert fleet.counter(name, "fleet_rejected_kind") == fleet.counter(name, "fleet_rejected_content") == 0
+            fleet.stop(name)
+    finally:
+        fleet.close()

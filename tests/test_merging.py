@@ -145,6 +145,37 @@ def test_arow_started_from_a_group_contributes_only_its_own_learning():
         np.testing.assert_allclose(p[free], 1.0 / new.S[0, f][free], rtol=1e-9)
 
 
+def test_arow_started_from_a_group_holds_an_informed_budget_across_checkpoints():
+    from edgelearn.kernels import rate_control as RC
+
+    group = ActiveAROW.merge([trained(ActiveAROW, readings(600, s)).contribution() for s in (1, 2)])
+    joined, alone = ActiveAROW.from_group(group, target_query_rate=0.1), ActiveAROW(target_query_rate=0.1)
+    assert RC.is_informed(joined.rng_state) and not RC.is_informed(alone.rng_state)
+    test = readings(400, 9)
+    asked = {}
+    for model in (joined, alone):
+        asked[model] = []
+        for x, y in test[:200]:
+            d = model.decide_one(x)
+            asked[model].append(d.ask)
+            if d.ask:
+                model.learn(d.slots, d.z, y)
+    # no start-up loan: never ahead of the budget; the lone learner takes its loan at once
+    assert sum(asked[joined]) <= 1.05 * 0.1 * 200 and sum(asked[alone]) >= 25
+    assert sum(asked[joined]) < sum(asked[alone])
+    restored = ActiveAROW.from_state(joined.to_state())
+    assert restored.rng_state.tolist() == joined.rng_state.tolist()
+    for x, y in test[200:]:  # the same decisions after a checkpoint, in both the fused and the dict path
+        a, b = joined.decide_one(x), restored.decide_one(x)
+        assert a.ask == b.ask
+        if a.ask:
+            joined.learn(a.slots, a.z, y)
+            restored.learn(b.slots, b.z, y)
+    assert restored.rng_state.tolist() == joined.rng_state.tolist()
+    # a lone learner's state does not load an informed one's word
+    assert not RC.is_informed(ActiveAROW.from_state(alone.to_state()).rng_state)
+
+
 def test_arow_checkpoint_keeps_the_last_contribution():
     data = readings(400, 6)
     model = trained(ActiveAROW, data[:200])
@@ -438,3 +469,120 @@ def test_paacds_group_start_beats_a_lone_start_and_counts_nothing_twice():
     assert own["intercept_count"] == [300.0]
     restored = PAACDS.from_state(joined.to_state())
     assert sum(restored.contribution()["channels"]["n"]) == 0
+
+
+# -- AROWRegressor (the virtual sensor) -------------------------------------------------
+
+
+def sensor_readings(n, seed, order=NAMES, level=400.0, drop=0.2):
+    """A virtual sensor's readings: y = level + 30 a + 2 b - 5 c + noise; channels in
+    ``order``, each missing with probability ``drop``."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        v = {"a": rng.normal(20, 3), "b": rng.normal(50, 10), "c": rng.normal(), "d": rng.normal()}
+        y = level + 30 * v["a"] + 2 * v["b"] - 5 * v["c"] + rng.normal(0, 5)
+        out.append(({k: float(v[k]) for k in order if rng.random() > drop}, float(y)))
+    return out
+
+
+def regressor(data, **params):
+    from edgelearn import AROWRegressor
+
+    model = AROWRegressor(**{"r": 1.0, "variance_floor": 0.3, **params})
+    for x, y in data:
+        model.learn_one(x, y)
+    return model
+
+
+def test_arow_regressor_declares_merge_and_a_one_member_group_is_the_member():
+    from edgelearn import AROWRegressor
+    from edgelearn.kernels import arow_regression as KR
+
+    check_declares_capabilities(AROWRegressor())
+    data = sensor_readings(500, 1)
+    a = regressor(data, n_lags=0)  # no error feedback: the prediction is the belief's alone
+    new = AROWRegressor.from_group(AROWRegressor.merge([a.contribution()]), r=1.0, variance_floor=0.3, n_lags=0)
+    # the offset and intercept in the target's units: offset + b is the member's, exactly
+    assert new.stats[KR.OFFSET] == a.stats[KR.OFFSET]
+    np.testing.assert_allclose(new.b[0], a.b[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(new.Sb[0], a.Sb[0], rtol=1e-12)
+    for name in NAMES:
+        np.testing.assert_allclose(new.W[0, arow_features(new, name)], a.W[0, arow_features(a, name)],
+                                   rtol=1e-9, atol=1e-12)
+    test = sensor_readings(50, 9)
+    for x, _ in test:  # the same belief predicts the same (the channels' statistics are the member's)
+        assert new._score(*new.channels.transform(x, True))[0] == pytest.approx(
+            a._score(*a.channels.transform(x, True))[0], rel=1e-9)
+
+
+def test_arow_regressor_merge_centres_the_intercepts_on_the_members_mean_offset():
+    from edgelearn import AROWRegressor
+    from edgelearn.kernels import arow_regression as KR
+
+    # two members whose first references differ by hundreds: each one's offset is its own
+    a = regressor(sensor_readings(400, 2, level=100.0))
+    b = regressor(sensor_readings(400, 3, order=("d", "c", "b", "a"), level=900.0))
+    assert abs(a.stats[KR.OFFSET] - b.stats[KR.OFFSET]) > 300
+    group = AROWRegressor.merge([a.contribution(), b.contribution()], weights=[1.0, 3.0])
+    o = (a.stats[KR.OFFSET] + 3 * b.stats[KR.OFFSET]) / 4
+    np.testing.assert_allclose(group["offset_count"], [4.0])
+    np.testing.assert_allclose(group["offset_sum"], [4 * o], rtol=1e-12)
+    pa, pb = 1 / a.Sb[0] - 1, 1 / b.Sb[0] - 1
+    np.testing.assert_allclose(group["intercept_precision"], [pa + 3 * pb], rtol=1e-12)
+    new = AROWRegressor.from_group(group, r=1.0, variance_floor=0.3)
+    # the precision-weighted mean of the members' intercepts (offset + b), around o
+    expected = ((a.stats[KR.OFFSET] + a.b[0] - o) / a.Sb[0] + 3 * (b.stats[KR.OFFSET] + b.b[0] - o) / b.Sb[0]) \
+        / (1 + pa + 3 * pb)
+    assert new.stats[KR.OFFSET] == pytest.approx(o, rel=1e-12)
+    np.testing.assert_allclose(new.b[0], expected, rtol=1e-9, atol=1e-9)
+    for name in NAMES:
+        fa, fb, f = arow_features(a, name), arow_features(b, name), arow_features(new, name)
+        p = 1 + (1 / a.S[0, fa] - 1) + 3 * (1 / b.S[0, fb] - 1)
+        h = a.W[0, fa] / a.S[0, fa] + 3 * b.W[0, fb] / b.S[0, fb]
+        np.testing.assert_allclose(new.W[0, f], h / p, rtol=1e-9, atol=1e-12)
+
+
+def test_arow_regressor_contributions_count_nothing_twice_and_survive_a_checkpoint():
+    from edgelearn import AROWRegressor
+
+    data = sensor_readings(600, 4)
+    model = regressor(data[:250])
+    first = model.contribution()
+    restored = AROWRegressor.from_state(model.to_state())
+    for x, y in data[250:]:
+        model.learn_one(x, y)
+        restored.learn_one(x, y)
+    second = model.contribution()
+    assert restored.contribution() == second  # the checkpoint kept the last contribution
+    group = AROWRegressor.merge([first, second])
+    assert group["offset_count"] == [1.0]  # one member, one offset, however many contributions
+    one = AROWRegressor.from_group(group, r=1.0, variance_floor=0.3)
+    np.testing.assert_allclose(one.b[0], model.b[0], rtol=1e-9, atol=1e-9)
+    for name in NAMES:
+        f = arow_features(model, name)
+        np.testing.assert_allclose(by_name(group["channels"], "precision", name), 1.0 / model.S[0, f] - 1.0,
+                                   rtol=1e-9)
+    third = model.contribution()
+    assert all(v == 0.0 for v in third["channels"]["n"]) and third["offset_count"] == [0.0]
+
+
+def test_arow_regressor_group_start_beats_a_lone_start_and_adds_only_its_own():
+    from edgelearn import AROWRegressor
+
+    group = AROWRegressor.merge([regressor(sensor_readings(400, s)).contribution() for s in (5, 6)])
+    joined = AROWRegressor.from_group(group, r=1.0, variance_floor=0.3)
+    alone = AROWRegressor(r=1.0, variance_floor=0.3)
+    err = {joined: [], alone: []}
+    for x, y in sensor_readings(60, 7, drop=0.0):
+        for model in (joined, alone):
+            err[model].append(abs(model.predict_one(x) - y))
+            model.learn_one(x, y)
+    assert np.mean(err[joined]) < 0.5 * np.mean(err[alone])
+    # the loaded offset is kept: the first reference after the start does not replace it
+    from edgelearn.kernels import arow_regression as KR
+
+    assert joined.stats[KR.OFFSET] == pytest.approx(group["offset_sum"][0] / group["offset_count"][0], rel=1e-12)
+    own = joined.contribution()
+    assert own["offset_count"] == [0.0] and own["offset_sum"] == [0.0]  # the group's offset is not its own
+    msgpack.packb(own)

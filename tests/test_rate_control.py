@@ -95,6 +95,58 @@ def test_the_loan_is_taken_at_once():
     assert all(asked[:first]) and not any(asked[first:])
 
 
+@pytest.mark.parametrize("target", (0.0, 0.05, 0.1, 0.3))
+def test_an_informed_start_matches_the_reference(target):
+    rng = np.random.default_rng([int(target * 100), 29])
+    state = RC.informed_query_state(RC.new_query_state(5))
+    budget_r, level_k, level_r = (0, 0, 0), 1.0, 1.0
+    p_want = np.repeat(rng.choice([0.0, 0.05, 0.5, 1.0], size=30), 40)
+    for t, p in enumerate(p_want):
+        wanted = bool(rng.random() < p)
+        asked, level_k = RC.budgeted_query(wanted, level_k, state, target, 0.5, 1e-3, 1e6)
+        asked_r, level_r, budget_r = naive.budgeted_query(wanted, level_r, budget_r, target, 0.5,
+                                                          naive.adapt_delta)
+        assert bool(asked) == asked_r and tuple(int(w) for w in state[1:]) == budget_r, f"step {t}"
+        assert level_k == pytest.approx(level_r, rel=1e-12)
+    assert int(state[0]) == 5
+
+
+@pytest.mark.parametrize("pattern", ("never", "always", "bursts", "late"))
+@pytest.mark.parametrize("target", (0.04, 0.1, 0.25))
+def test_an_informed_start_never_asks_more_than_a_new_one(pattern, target):
+    rng = np.random.default_rng(4)
+    wishes = {
+        "never": np.zeros(N, dtype=bool),
+        "always": np.ones(N, dtype=bool),
+        "bursts": np.repeat(rng.random(N // 50) < 0.3, 50),
+        "late": np.arange(N) > 2000,
+    }[pattern]
+    informed = RC.informed_query_state(RC.new_query_state(0))
+    asked = np.array([bool(RC.hold_budget(bool(w), informed, target)) for w in wishes])
+    counts = np.cumsum(asked)
+    n = np.arange(1, N + 1)
+    # no loan: every prefix within target * n + room, so within (1 + TOLERANCE) * target * n
+    assert np.all(counts <= (1.0 + RC.TOLERANCE) * target * n + 1e-9)
+    windows = counts[RC.WINDOW - 1:] - np.concatenate([[0], counts[: N - RC.WINDOW]])
+    assert windows.max() <= (1.0 + RC.TOLERANCE) * target * RC.WINDOW + 1e-9
+    # what it forwent is off the lower bound, and only the first SHORTEST readings forgo
+    forgone = RC.labels_forgone(informed)
+    assert forgone <= target * RC.SHORTEST + 1
+    assert np.all(counts[RC.WINDOW - 1:] >= target * n[RC.WINDOW - 1:] - 1.0 - forgone - 1e-9)
+    if pattern in ("never", "late"):  # a rule that wants nothing early forgoes those labels
+        assert forgone > 0 and counts[RC.SHORTEST - 1] < target * RC.SHORTEST - 1
+    if pattern == "always":
+        assert forgone == 0
+    assert RC.realized_rate(informed) == counts[-1] / N
+
+
+def test_an_informed_state_is_kept_by_widened():
+    informed = RC.informed_query_state(RC.new_query_state(3))
+    assert informed.tolist() == [RC.new_query_state(3)[0], 0, 0, 0]
+    assert RC.widened(informed).tolist() == informed.tolist() and RC.is_informed(informed)
+    assert not RC.is_informed(RC.new_query_state(3)) and RC.labels_forgone(RC.new_query_state(3)) == 0
+
+
 def test_no_target_is_no_budget_but_still_counted():
     state = RC.new_query_state(0)
     asked = [bool(RC.hold_budget(w, state, 0.0)) for w in (True, False, True, True)]

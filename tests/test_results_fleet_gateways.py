@@ -29,3 +29,7 @@ def test_results_fleet_gateways_quick(tmp_path):
     assert int(shared[0]) > 0 and int(shared[1]) > 0 and int(shared[3]) >= 2  # contributions and totals
     assert isolated[:2] == ["0", "0"] and isolated[3:5] == ["0", "0"]
     assert "fleet on / off at k = 2" in wire
+    # each run's prediction lag (median / p99 / largest, ms) is on the page, and a stall is named
+    lag = cells(row(wire, "k = 2"))[-1].split(" / ")
+    assert len(lag) == 3 and all(float(v) >= 0 for v in lag) and float(lag[0]) <= float(lag[2])
+    assert "Prediction lag over 1 s" in wire

@@ -211,6 +211,8 @@ class Observer:
         self.truth = truth  # (stream, seq) -> label
         self.lock = threading.Lock()
         self.predictions: dict[tuple[str, int], bool] = {}
+        self.sent: dict[tuple[str, int], float] = {}  # (stream, seq) -> when its reading was published
+        self.lags: dict[str, list[float]] = {}  # gateway -> seconds from a reading to its prediction
         self.requests: dict[str, list[int]] = {}
         self.statuses: dict[str, dict] = {}
         self.fleet_bytes = 0  # contributions (edgelearn/fleet/results/<gateway>)
@@ -245,8 +247,12 @@ class Observer:
             return
         gateway, stream, kind = levels[1], levels[2], levels[3]
         if kind == "prediction":
+            heard = time.monotonic()
             with self.lock:
                 self.predictions[(stream, body["seq"])] = body["y"]
+                sent = self.sent.get((stream, body["seq"]))
+                if sent is not None:
+                    self.lags.setdefault(gateway, []).append(heard - sent)
         elif kind == "label_request":
             with self.lock:
                 self.requests.setdefault(stream, []).append(body["seq"])
@@ -367,7 +373,8 @@ def one_run(k: int, fleet: bool, args, seed: int, nats: bool = False) -> dict:
     messages = args.streams * args.trained + 3 * args.new
     out = {"k": k, "fleet": fleet, "nats": nats, "elapsed_s": elapsed, "cpu_per_message_us": 1e6 * cpu / messages,
            "fleet_bytes": fleet_bytes, "fleet_messages": observer.fleet_messages, "total_bytes": total_bytes,
-           "total_messages": observer.total_messages, "counters": counters}
+           "total_messages": observer.total_messages, "counters": counters,
+           "lag": {name: prediction_lag(observer.lags.get(name, [])) for name in processes}}
     new_seqs = range(len(new))
     out["right"] = {"fleet": right("room-new", new_seqs), "alone": right("solo-new", new_seqs),
                     "trained": right("room-0", range(args.trained, args.trained + len(new)))}
@@ -388,6 +395,20 @@ def one_run(k: int, fleet: bool, args, seed: int, nats: bool = False) -> dict:
     return out
 
 
+#: A gateway whose predictions came later than this after their readings was stalled:
+#: the page warns, as its accuracy and CPU numbers describe a stalled run.
+LAG_WARNING_S = 1.0
+
+
+def prediction_lag(lags: list) -> dict:
+    """A gateway's prediction lag (seconds from a reading's publication to its
+    prediction heard): median, 99th percentile and largest."""
+    if not lags:
+        return {"median": float("nan"), "p99": float("nan"), "max": float("nan")}
+    a = np.asarray(lags)
+    return {"median": float(np.median(a)), "p99": float(np.percentile(a, 99)), "max": float(a.max())}
+
+
 def feed(observer: Observer, schedule: list, per_second: float) -> None:
     """Publish the scheduled readings, step by step, ``per_second`` steps a second."""
     schedule.sort(key=lambda item: item[0])
@@ -399,6 +420,7 @@ def feed(observer: Observer, schedule: list, per_second: float) -> None:
         delay = due - time.monotonic()
         if delay > 0:
             time.sleep(delay)
+        observer.sent[(stream, seq)] = time.monotonic()
         infos.append(client.publish(f"sensors/{gateway}/{stream}/data", encode_data(time.time(), seq, x), 1))
     for info in infos:
         info.wait_for_publish(60)
@@ -485,22 +507,30 @@ def main(argv=None) -> int:
     started = time.time()
     runs = []  # (label, result)
     isolated_k = 4 if 4 in args.k else args.k[-1]
-    plan = [(f"k = {k}", k, True, False, args.offset) for k in args.k]
-    plan.append((f"k = {isolated_k}, isolated", isolated_k, False, False, args.offset))
+    plan = [(f"k = {k}", k, True, False, args.offset) for k in args.k if k != isolated_k]
     if not args.no_nats:
         plan.append(("k = 2, NATS cluster", 2, True, True, args.offset))
+    # Every run at isolated_k back to back, fleet on and off alternated (on, off, on,
+    # off, ...): the CPU ratio is read from neighbouring runs of one stretch.
+    plan.append((f"k = {isolated_k}", isolated_k, True, False, args.offset))
+    plan.append((f"k = {isolated_k}, isolated", isolated_k, False, False, args.offset))
     if args.offset_case:
         plan.append((f"k = {isolated_k}, offsets N(0, {args.offset_case:g})", isolated_k, True, False,
                      args.offset_case))
         plan.append((f"k = {isolated_k}, offsets N(0, {args.offset_case:g}), isolated", isolated_k, False, False,
                      args.offset_case))
-    for n in range(args.cpu_pairs):  # the other order: off first, then on
-        plan.append((f"k = {isolated_k}, isolated (CPU pair {n + 2})", isolated_k, False, False, args.offset))
+    for n in range(args.cpu_pairs):
         plan.append((f"k = {isolated_k} (CPU pair {n + 2})", isolated_k, True, False, args.offset))
+        plan.append((f"k = {isolated_k}, isolated (CPU pair {n + 2})", isolated_k, False, False, args.offset))
     for label, k, fleet, nats, offset in plan:
         run_args = argparse.Namespace(**{**vars(args), "offset": offset})
         print(f"{label} ...", file=sys.stderr, flush=True)
-        runs.append((label, one_run(k, fleet, run_args, args.seed, nats)))
+        result = one_run(k, fleet, run_args, args.seed, nats)
+        runs.append((label, result))
+        for name, lag in sorted(result["lag"].items()):
+            if lag["max"] > LAG_WARNING_S:
+                print(f"warning: {label}: gateway {name}'s predictions came up to {lag['max']:.1f} s after their "
+                      f"readings (median {lag['median']:.2f} s): a stalled run", file=sys.stderr, flush=True)
     text = page(args, runs, isolated_k, time.time() - started)
     if args.out == "-":
         print(text)
@@ -508,6 +538,16 @@ def main(argv=None) -> int:
         Path(args.out).write_text(text)
         print(text)
     return 0
+
+
+def lag_cell(run: dict) -> str:
+    lags = list(run["lag"].values())
+    if not lags:
+        return ""
+    median = float(np.nanmedian([lag["median"] for lag in lags]))
+    p99 = float(np.nanmax([lag["p99"] for lag in lags]))
+    largest = float(np.nanmax([lag["max"] for lag in lags]))
+    return f"{1000 * median:.0f} / {1000 * p99:.0f} / {1000 * largest:.0f}"
 
 
 def page(args, runs: list, isolated_k: int, seconds: float) -> str:
@@ -549,8 +589,8 @@ def page(args, runs: list, isolated_k: int, seconds: float) -> str:
     body += ["", "## What crosses the broker, and what the fleet costs a gateway", "",
              "| run | contributions | their bytes | bytes per contribution | totals (retained) | their bytes | "
              "run (s) | fleet bytes per hour in this run | bytes per hour per gateway at interval_seconds = 60 | "
-             "gateway CPU per data message (µs) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "gateway CPU per data message (µs) | prediction lag, median / p99 / largest over its gateways (ms) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, run in runs:
         per_message = run["fleet_bytes"] / max(run["fleet_messages"], 1)
         per_total = run["total_bytes"] / max(run["total_messages"], 1)
@@ -559,17 +599,27 @@ def page(args, runs: list, isolated_k: int, seconds: float) -> str:
         body.append(f"| {label} | {run['fleet_messages']} | {run['fleet_bytes']} | {per_message:.0f} | "
                     f"{run['total_messages']} | {run['total_bytes']} | {run['elapsed_s']:.0f} | "
                     f"{(run['fleet_bytes'] + run['total_bytes']) * 3600 / run['elapsed_s']:.0f} | "
-                    f"{per_gateway_hour:.0f} | {run['cpu_per_message_us']:.0f} |")
+                    f"{per_gateway_hour:.0f} | {run['cpu_per_message_us']:.0f} | {lag_cell(run)} |")
     pairs = [(f"k = {isolated_k}", f"k = {isolated_k}, isolated")]
     pairs += [(f"k = {isolated_k} (CPU pair {n + 2})", f"k = {isolated_k}, isolated (CPU pair {n + 2})")
               for n in range(args.cpu_pairs)]
-    ratios = [by_label[on]["cpu_per_message_us"] / by_label[off]["cpu_per_message_us"]
-              for on, off in pairs if on in by_label and off in by_label]
+    if args.offset_case:
+        pairs.insert(1, (f"k = {isolated_k}, offsets N(0, {args.offset_case:g})",
+                         f"k = {isolated_k}, offsets N(0, {args.offset_case:g}), isolated"))
+    pairs = [(on, off) for on, off in pairs if on in by_label and off in by_label]
+    ratios = [by_label[on]["cpu_per_message_us"] / by_label[off]["cpu_per_message_us"] for on, off in pairs]
     if ratios:
-        body += ["", f"* Gateway CPU per data message, fleet on / off at k = {isolated_k}: "
-                     f"{', '.join(f'{r:.2f}' for r in ratios)} ({len(ratios)} pair(s) of runs, the first on then "
-                     f"off, the others off then on, on a shared machine: ratios, not speeds; the data messages "
-                     f"are the same, the label answers differ with what the learners asked)"]
+        pooled = (sum(by_label[on]["cpu_per_message_us"] for on, _ in pairs)
+                  / sum(by_label[off]["cpu_per_message_us"] for _, off in pairs))
+        body += ["", f"* Gateway CPU per data message, fleet on / off at k = {isolated_k}: {pooled:.2f} over "
+                     f"{len(ratios)} pair(s) of neighbouring runs, alternated on, off, on, off (pair by pair: "
+                     f"{', '.join(f'{r:.2f}' for r in ratios)}; median {float(np.median(ratios)):.2f}); on a shared "
+                     f"machine: ratios, not speeds; the data messages are the same, the label answers differ with "
+                     f"what the learners asked"]
+    stalled = [f"{label} (gateway {name}: {1000 * lag['max']:.0f} ms)" for label, run in runs
+               for name, lag in sorted(run["lag"].items()) if lag["max"] > LAG_WARNING_S]
+    body += ["", f"* Prediction lag over {LAG_WARNING_S:g} s (a stalled gateway; that run's accuracy, labels and "
+                 f"CPU describe a stall): " + ("; ".join(stalled) if stalled else "none")]
     body += ["", f"Made by `{' '.join(shlex.quote(a) for a in [sys.executable.rsplit('/', 1)[-1], *sys.argv])}` "
                  f"in {seconds:.0f} s on {platform.machine()}, Python {platform.python_version()}, load average "
                  f"{os.getloadavg()[0]:.1f} at the end.", "",
@@ -577,7 +627,8 @@ def page(args, runs: list, isolated_k: int, seconds: float) -> str:
              f"the last {REACH_WINDOW} readings reached 95% of the trained stream's (room-0's) accuracy over the "
              f"new stream's readings; 'never': not within the run. It cannot be read before the "
              f"{REACH_WINDOW}th reading, so it is never below the labels asked by then (about {REACH_WINDOW} x "
-             f"the rate). Bytes per hour at interval_seconds = 60: a gateway publishes at most one contribution a "
+             f"the rate for a stream started alone; fewer for one started from the group model, whose budget "
+             f"forgoes the labels its rule does not want over its first 250 readings). Bytes per hour at interval_seconds = 60: a gateway publishes at most one contribution a "
              f"minute and its total with every 10th, so at most 60 of this run's mean contribution and 6 of its mean "
              f"total an hour (fewer when its streams did not change). Fleet bytes per hour in this run: at "
              f"interval_seconds = {args.interval:g}, so far more often than the default 60."]

@@ -64,6 +64,20 @@ still has a choice of when to ask, and the bound is ``target * N + 2``.  This
 is a token bucket (Turner's leaky bucket, "New directions in communications",
 IEEE Communications Magazine 1986) whose overflow is spent instead of lost.
 
+A learner that starts from a model that already knows the stream (a fleet's
+group model, :mod:`edgelearn.learners.mergeable`) is not a new model: the loan is
+for a new model's first labels, which are worth most, and a model that is sure
+of its readings gains little from labels its rule does not want.  Its query
+state has a fourth word (:func:`informed_query_state`), the labels it *forwent*:
+it takes no start-up loan (over any prefix it asks for at most ``target *
+readings + room``), and over its first ``SHORTEST`` readings a full bucket does
+not force a label the rule does not want: the bucket gives up one label of
+credit instead (counted in the fourth word, so the credit never grows and no
+burst follows).  From reading ``SHORTEST + 1`` on it is the bucket above.  So
+it never asks for more than a new model would, and it asks for fewer while
+its rule is sure; the lower bound ``target * n - 1`` becomes ``target * n - 1 -
+forgone``.
+
 The state is counts, so a decision is exact in every path (dict, jitted
 replay, checkpoint): a learner's query state is one uint64 array,
 ``[generator, readings, asks]`` (:func:`new_query_state`): the first word is
@@ -86,8 +100,9 @@ MIN_BURST = 2.0
 #: The shortest stream the budget holds to: a new model may take at once the labels
 #: a stream this long allows (the start-up loan, repaid by this reading).
 SHORTEST = 250
-#: Words of a query state: the generator's, the readings counted, the labels asked.
-GENERATOR, READINGS, ASKS = 0, 1, 2
+#: Words of a query state: the generator's, the readings counted, the labels asked,
+#: and (only in a state that started from an informed model) the labels forgone.
+GENERATOR, READINGS, ASKS, FORGONE = 0, 1, 2, 3
 
 
 def new_query_state(seed):
@@ -96,6 +111,28 @@ def new_query_state(seed):
     state = np.zeros(3, dtype=np.uint64)
     state[GENERATOR] = new_state(seed)[0]
     return state
+
+
+def informed_query_state(state):
+    """``state`` (a learner's query state, before its first reading) as the state of a
+    learner that starts from an informed model: the same words plus the labels
+    forgone, none yet (see the module docstring)."""
+    state = np.asarray(state, dtype=np.uint64)
+    if state.shape[0] > FORGONE:
+        return state.copy()
+    informed = np.zeros(FORGONE + 1, dtype=np.uint64)
+    informed[:FORGONE] = state
+    return informed
+
+
+def is_informed(state) -> bool:
+    """Whether ``state`` started from an informed model (it counts labels forgone)."""
+    return np.asarray(state).shape[0] > FORGONE
+
+
+def labels_forgone(state) -> int:
+    """Labels an informed learner forwent at a full bucket (0 for any other)."""
+    return int(state[FORGONE]) if is_informed(state) else 0
 
 
 def widened(saved):
@@ -118,8 +155,11 @@ def burst(target):
 @jit_without_refcounts
 def credit(state, target):
     """Labels owed after the readings counted so far: ``burst + target *
-    readings - asks``."""
-    return burst(target) + target * float(state[READINGS]) - float(state[ASKS])
+    readings - asks`` (less the labels forgone, in an informed state)."""
+    owed = burst(target) + target * float(state[READINGS]) - float(state[ASKS])
+    if state.shape[0] > FORGONE:
+        owed -= float(state[FORGONE])
+    return owed
 
 
 @jit
@@ -158,17 +198,25 @@ def floor(readings, target):
 def hold_budget(wanted, state, target):
     """Count one reading and decide whether its label is asked for: ``wanted``
     (the rule's decision) as far as the credit allows, and always at a full
-    bucket if the credit allows it.  ``target <= 0`` is no budget: the rule decides alone.  Returns
+    bucket if the credit allows it (an informed state, over its first ``SHORTEST``
+    readings, forgoes that label instead).  ``target <= 0`` is no budget: the rule decides alone.  Returns
     the decision and counts it in ``state``."""
     state[READINGS] += np.uint64(1)
     if target <= 0.0:
         ask = wanted
     else:
         owed = credit(state, target)
-        if owed - 1.0 < floor(float(state[READINGS]), target):
+        readings = float(state[READINGS])
+        informed = state.shape[0] > FORGONE
+        lowest = burst(target) - room(readings, target) if informed else floor(readings, target)
+        if owed - 1.0 < lowest:
             ask = False  # the room comes first: no prefix is overspent
         elif owed >= burst(target):
-            ask = True
+            if informed and not wanted and readings <= SHORTEST:
+                state[FORGONE] += np.uint64(1)  # an informed start forgoes, not forces
+                ask = False
+            else:
+                ask = True
         else:
             ask = wanted
     if ask:

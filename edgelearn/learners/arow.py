@@ -11,9 +11,10 @@ import numpy as np
 
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
-from ..kernels.rate_control import new_query_state, widened
+from ..kernels.rate_control import informed_query_state, is_informed, new_query_state, widened
 from .arrays import RowsPass, RowsResult, row_buffers, run_indexed, run_signed
 from .base import Decision, Learner, softmax_proba
+from .belief_sharing import belief_by_slot, belief_columns, load_belief
 from .budget import HeldBudget
 from .mergeable import Mergeable
 from .one_call import Fused, OneCallBinary, compiled_entry
@@ -99,7 +100,12 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
       weight's mean is ``sum H / sum P``, the learners that are surer of a weight
       count more in it.  A learner starting from the group takes its means and
       variances ``max(1 / P, variance_floor)``; bin frequencies are merged
-      weighted by the channels' counts.  A multiclass model shares one belief
+      weighted by the channels' counts.  Its label budget is an informed
+      start's (:mod:`edgelearn.kernels.rate_control`): it is not a new model,
+      so it takes no start-up loan, and over its first 250 readings it asks
+      only for the labels its rule wants (a model that is sure of a reading,
+      by its margin in standard deviations of the merged belief, does not
+      want its label) instead of spending a full bucket.  A multiclass model shares one belief
       row per class, put in the group's order by the class's label (a label
       the group has not met takes the next free row, at most ``n_classes``).
     * **Multiclass** is one-vs-rest: one belief per class, the predicted
@@ -426,6 +432,11 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
 
     # -- merging (edgelearn.learners.mergeable) ---------------------------------
 
+    def _precision_per_reading(self) -> float:
+        # A step adds z^2 / (v + r - S z^2) <= z^2 / r to a weight's precision (v >= S z^2);
+        # a linear feature's |z| is at most z_max, a centred bin code's at most 1.
+        return max(self.channels.z_max, 1.0) ** 2 / self._r
+
     def _shared_structure(self) -> dict:
         structure = {"n_bins": self.n_bins, "learn_intercept": self.learn_intercept}
         if not self.binary:  # one belief row per class
@@ -434,22 +445,11 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
 
     @classmethod
     def _shared_columns(cls, structure: dict) -> dict:
-        width = structure.get("n_classes", 1) * (1 + structure["n_bins"])
-        return {"precision": width, "precision_mean": width, "bin_counts": structure["n_bins"]}
+        return belief_columns(structure.get("n_classes", 1), structure["n_bins"])
 
     def _shared_by_slot(self) -> dict:
-        # Per channel, per belief row: its linear weight, then its bin weights
-        # (K.expand's layout), the rows one after another.
-        capacity, n_bins = self.capacity, self.n_bins
-        precision = 1.0 / self.S - 1.0 / _PRIOR_VAR
-        precision_mean = self.W / self.S
-
-        def by_channel(feature_values):
-            return np.concatenate([np.concatenate([row[:capacity, None], row[capacity:].reshape(capacity, n_bins)],
-                                                  axis=1) for row in feature_values], axis=1)
-
-        return {"precision": by_channel(precision), "precision_mean": by_channel(precision_mean),
-                "bin_counts": self.channels.count[:, None] * self.bin_freq}
+        return belief_by_slot(self.W, self.S, self.channels.count, self.bin_freq, self.capacity, self.n_bins,
+                              _PRIOR_VAR)
 
     def _shared_model_wide(self) -> dict:
         if not self.learn_intercept:
@@ -458,21 +458,16 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
                 "intercept_precision_mean": self.b / self.Sb}
 
     def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
-        capacity, n_bins, floor = self.capacity, self.n_bins, self._floor
-        rows = self.W.shape[0]
-        for i, s in placed:
-            precision = 1.0 / _PRIOR_VAR + np.asarray(part["precision"][i], dtype=np.float64).reshape(rows, -1)
-            mean = np.asarray(part["precision_mean"][i], dtype=np.float64).reshape(rows, -1) / precision
-            features = np.r_[s, capacity + s * n_bins + np.arange(n_bins)]
-            self.W[:, features] = mean
-            self.S[:, features] = np.maximum(1.0 / precision, floor)
-            n = float(part["n"][i])
-            if n > 0 and n_bins:
-                self.bin_freq[s] = np.asarray(part["bin_counts"][i], dtype=np.float64) / n
+        floor = self._floor
+        load_belief(self.W, self.S, self.bin_freq, placed, part, self.capacity, self.n_bins, floor, _PRIOR_VAR)
         if self.learn_intercept:
             precision = 1.0 / _PRIOR_VAR + np.asarray(totals["intercept_precision"], dtype=np.float64)
             self.b[:] = np.asarray(totals["intercept_precision_mean"], dtype=np.float64) / precision
             self.Sb[:] = np.maximum(1.0 / precision, floor)
+
+    def _started_from_group(self) -> None:
+        self.rng_state = informed_query_state(self.rng_state)
+        self._fused = Fused()  # the fused model holds the query state's array
 
     # -- state ----------------------------------------------------------------
 
@@ -498,7 +493,11 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
 
     def _load_learned(self, learned: dict) -> None:
         # States saved before the budget counted hold the generator's word alone.
-        super()._load_learned({**learned, "rng_state": widened(learned["rng_state"])})
+        saved = widened(learned["rng_state"])
+        if is_informed(saved) != is_informed(self.rng_state):  # an informed start's has a word more
+            self.rng_state = informed_query_state(self.rng_state) if is_informed(saved) else new_query_state(0)
+            self._fused = Fused()
+        super()._load_learned({**learned, "rng_state": saved})
         self._current_threshold = float(learned["threshold"])
         self._load_contribution_state(learned.get("contributed"))
 

@@ -16,12 +16,14 @@ from ..kernels.rng import new_state
 from .arow import bin_edges
 from .arrays import RowsPass, RowsResult, row_buffers
 from .base import Decision, Learner
+from .belief_sharing import belief_by_slot, belief_columns, load_belief
+from .mergeable import Mergeable
 
 #: Variance of a weight never learned (only its ratio to ``r`` matters).
 _PRIOR_VAR = 1.0
 
 
-class AROWRegressor(Learner):
+class AROWRegressor(Mergeable, Learner):
     """Diagonal AROW regression on a channel-wise additive model, with a conformal
     interval and reference requests held at a rate.
 
@@ -95,6 +97,20 @@ class AROWRegressor(Learner):
       grants the questions, so ``n`` readings are never asked more than
       ``target_query_rate n`` times.  A rate of 1.0 asks for every reference.  A reading whose channels are new or rarely
       learned has a large ``v``, hence a wide interval, and is asked for.
+    * **Merging** (a fleet's virtual sensors, :mod:`edgelearn.learners.mergeable`):
+      the belief is shared as ActiveAROW's (each weight's precision above the
+      prior and precision x mean, by channel name; bin counts).  The prediction
+      is ``offset + W x + b``, and each learner's offset is its own first
+      reference, so the intercept is shared in the target's units: its
+      precision above the prior ``P = 1 / Sb - 1``, ``(offset + b) / Sb`` and,
+      for each learner that has an offset, 1 and the offset.  The group's
+      offset is the (weighted) mean of its members' offsets ``o``, and its
+      intercept ``(sum (offset + b) / Sb - o (count + sum P)) / (1 + sum P)``:
+      the precision-weighted mean of the members' intercepts around ``o``
+      (one member's group gives back its ``offset + b`` exactly).  A learner
+      started from the group takes ``o`` as its first reference.  What the
+      references taught of the noise, the interval's calibration and the error
+      feedback stays each learner's own.
 
     Parameters
     ----------
@@ -190,7 +206,8 @@ class AROWRegressor(Learner):
     """
 
     tasks = frozenset({"regression"})
-    capabilities = frozenset({"label_rate", "log_loop", "batch_pass"})
+    capabilities = frozenset({"label_rate", "log_loop", "batch_pass", "merge"})
+    _shared_summed = ("intercept_precision", "intercept_precision_mean", "offset_count", "offset_sum")
     asks_selectively = True
     _parameter_constraints = {
         "r": Interval(float, 0, None, closed="right"),
@@ -391,6 +408,65 @@ class AROWRegressor(Learner):
         out.pred[:] = 0
         return out.result([(-1, [])], extra=extra)
 
+    # -- merging (edgelearn.learners.mergeable) ---------------------------------------
+
+    def _learned_anything(self) -> bool:
+        return self.stats[K.N_REF] > 0
+
+    def _precision_per_reading(self) -> float:
+        # ActiveAROW's bound (a step's r is scaled up, never down, by absent channels).
+        return max(self.channels.z_max, 1.0) ** 2 / self.r
+
+    def _shared_structure(self) -> dict:
+        return {"n_bins": self.n_bins, "learn_intercept": self.learn_intercept}
+
+    @classmethod
+    def _shared_columns(cls, structure: dict) -> dict:
+        return belief_columns(1, structure["n_bins"])
+
+    def _shared_by_slot(self) -> dict:
+        return belief_by_slot(self.W, self.S, self.channels.count, self.bin_freq, self.capacity, self.n_bins,
+                              _PRIOR_VAR)
+
+    def _shared_model_wide(self) -> dict:
+        has_offset = self.stats[K.N_REF] > 0
+        offset = float(self.stats[K.OFFSET]) if has_offset else 0.0
+        if self.learn_intercept:
+            precision = 1.0 / self.Sb - 1.0 / _PRIOR_VAR
+            precision_mean = (offset + self.b) / self.Sb
+        else:
+            precision = precision_mean = np.zeros(1)
+        return {"intercept_precision": precision, "intercept_precision_mean": precision_mean,
+                "offset_count": np.array([1.0 if has_offset else 0.0]), "offset_sum": np.array([offset])}
+
+    def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
+        load_belief(self.W, self.S, self.bin_freq, placed, part, self.capacity, self.n_bins,
+                    self.variance_floor, _PRIOR_VAR)
+        count = float(totals["offset_count"][0])
+        if count <= 0:
+            return  # the group has met no reference: nothing to centre on
+        offset = float(totals["offset_sum"][0]) / count
+        if self.learn_intercept:
+            extra = float(totals["intercept_precision"][0])
+            precision = 1.0 / _PRIOR_VAR + extra
+            self.b[0] = (float(totals["intercept_precision_mean"][0]) - offset * (count + extra)) / precision
+            self.Sb[0] = max(1.0 / precision, self.variance_floor)
+        # The group's offset is this learner's first reference (K.learn's centring).
+        self.stats[K.OFFSET] = offset
+        self.stats[K.Y_MEAN] = offset
+        self.stats[K.N_REF] = 1.0
+
     # -- state ------------------------------------------------------------------------
 
     _LEARNED = ("W", "S", "b", "Sb", "bin_freq", "scores", "stats", "lags", "rng_state")
+
+    def _learned_state(self) -> dict:
+        state = super()._learned_state()
+        contributed = self._contribution_state()
+        if contributed is not None:
+            state["contributed"] = contributed
+        return state
+
+    def _load_learned(self, learned: dict) -> None:
+        super()._load_learned(learned)
+        self._load_contribution_state(learned.get("contributed"))

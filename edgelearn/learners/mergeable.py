@@ -69,6 +69,19 @@ class Mergeable:
     def _load_shared(self, placed: list, part: dict, totals: dict) -> None:
         raise NotImplementedError
 
+    def _precision_per_reading(self) -> float | None:
+        """The most a weight's precision can grow by learning one reading, with this
+        learner's parameters (None: the kind shares no precision)."""
+        return None
+
+    def _learned_anything(self) -> bool:
+        """Whether this learner has learned anything (a label met, by default)."""
+        return self.targets.learned_any
+
+    def _started_from_group(self) -> None:
+        """What else changes in a learner that starts from a group model (its label
+        budget, say); nothing by default."""
+
     # -- the capability -----------------------------------------------------------------
 
     def contribution(self) -> dict:
@@ -110,6 +123,52 @@ class Mergeable:
         return merge_contributions(cls.__name__, structure, columns, cls._shared_summed, list(contributions),
                                    weights, group, cls._shared_flip, cls._shared_by_class)
 
+    def content_problem(self, total: dict, cumulative: bool = True) -> str | None:
+        """What in ``total`` (a gateway's total, or a contribution: what it claims its
+        streams learned) no learner with this learner's parameters could have
+        learned, or None. The bounds: at most ``n_classes`` labels (2 if binary);
+        each model-wide list one number per belief row; each channel's bin counts
+        summing to between 0 and its ``n``; and, for a kind that shares precisions,
+        no weight's precision above what its channel's ``n`` readings allow (``n``
+        times the most one reading adds, :meth:`_precision_per_reading`). The last two hold for totals, not deltas (a
+        label that comes after its reading was counted adds precision to the next
+        contribution, never to the total beyond its readings): ``cumulative=False``
+        (a single contribution) checks the first two only."""
+        structure = total.get("structure") or {}
+        n_classes = structure.get("n_classes", 0 if self.task == "regression" else 2)
+        labels = total.get("labels") or []
+        if len(labels) > n_classes:
+            return f"it knows {len(labels)} labels; a learner of this group knows at most {n_classes}"
+        rows = structure.get("n_classes", 1)
+        for key in self._shared_summed:
+            expected = rows if key in self._shared_by_class else 1
+            if len(total.get(key, [])) != expected:
+                return f"its '{key}' holds {len(total.get(key, []))} numbers; a learner of this group has {expected}"
+        part = total["channels"]
+        if not cumulative or not part["names"]:
+            return None
+        n = np.asarray(part["n"], dtype=np.float64)
+        if "bin_counts" in part and len(part["bin_counts"][0]):
+            # Each reading adds at most 1 to a channel's bin frequencies together (they sum
+            # to 1), so its bin counts sum to at most its readings; one bin alone may fall
+            # (a learner from the group moves away from the group's frequencies).
+            sums = np.asarray(part["bin_counts"], dtype=np.float64).sum(axis=1)
+            slack = 1e-6 * np.maximum(n, 1.0)
+            beyond = (sums > n + slack) | (sums < -slack)
+            if np.any(beyond):
+                i = int(np.argmax(beyond))
+                return f"channel {part['names'][i]!r} has bin counts summing to {sums[i]:g} for {n[i]:g} readings"
+        per_reading = self._precision_per_reading()
+        if per_reading is not None and "precision" in part:
+            precision = np.asarray(part["precision"], dtype=np.float64).reshape(len(n), -1)
+            bound = n * per_reading * (1.0 + 1e-9) + 1e-9
+            beyond = precision.max(axis=1) > bound
+            if np.any(beyond):
+                i = int(np.argmax(beyond))
+                return (f"channel {part['names'][i]!r} claims a precision of {precision[i].max():g}; its "
+                        f"{n[i]:g} readings allow at most {bound[i]:g}")
+        return None
+
     @classmethod
     def from_group(cls, group: dict, **params):
         """A new learner with ``params`` that starts from the group model."""
@@ -122,7 +181,7 @@ class Mergeable:
         the group's channels take slots, the most observed first, with the
         group's statistics and what the group learned of them."""
         owner = type(self).__name__
-        if self.channels.n_assigned or self.targets.learned_any:
+        if self.channels.n_assigned or self._learned_anything():
             raise ValueError(f"{owner}.load_group needs a learner that has learned nothing; "
                              f"this one knows {self.channels.n_assigned} channels.")
         check_kind(owner, group, self._shared_structure())
@@ -132,6 +191,7 @@ class Mergeable:
         if group["labels"]:
             self.targets.load(list(group["labels"]))
         self._load_shared(placed, part, totals)
+        self._started_from_group()
         # What came from the group is not this learner's to contribute.
         self._remember_contribution(self._shared_by_slot(), self._shared_model_wide())
 

@@ -48,7 +48,7 @@ SECTION = Section("""
     A fleet that learns together (docs/fleet.md): the gateways of one group share
     what their streams' learners learned over the broker, and a new stream starts
     from the group's model. Off by default. Needs a learner that can merge
-    (active_arow, paacds, pa).""", {
+    (active_arow, paacds, pa, arow_regressor).""", {
     "enabled": Setting(Boolean(), "true: share learned models with the other gateways of the group", False),
     "group": Setting(ID_TEXT, "gateways of one group share", "default"),
     "streams": Setting(Text(1, 256), "which streams take part (a glob on the stream name)", "*"),
@@ -92,14 +92,16 @@ class FleetSink(Sink):
         super().__init__(host, settings, config)
         # Imported here, not above: the configuration imports every sink's module
         # for its SECTION, and a gateway with the fleet off loads none of its code.
-        from edgelearn import contributions
+        from edgelearn import contributions, make_learner
 
         self.exchange = contributions
         pipeline = host.pipeline
         self.kind = learner_class(pipeline.learner_kind)
         if not pipeline.learner_can("merge"):
-            raise ValueError(f"[fleet] enabled needs a learner that can merge (active_arow, paacds, pa). "
-                             f"Got {self.kind.__name__}.")
+            raise ValueError("[fleet] enabled needs a learner that can merge (active_arow, paacds, pa, "
+                             f"arow_regressor). Got {self.kind.__name__}.")
+        # A learner with the gateway's parameters, to tell what a sender could have learned.
+        self.bounds = make_learner(pipeline.learner_kind, pipeline.learner_params)
         self.group_name = settings["group"]
         self.pattern = settings["streams"]
         self.interval_s = float(settings["interval_seconds"])
@@ -196,6 +198,11 @@ class FleetSink(Sink):
             total = self.kind.merge([received.contribution], [received.weight],
                                     group=None if is_total or held is None else held["total"])
             self._check_size(sender, total, Rejected)
+            problem = (self.bounds.content_problem(received.contribution, cumulative=False)
+                       or self.bounds.content_problem(total))
+            if problem:
+                raise Rejected("content", f"The total of {sender!r} with this contribution is not what a "
+                                          f"learner of this group could learn: {problem}.")
             if is_total:
                 self.totals[sender] = {"seq": received.seq, "total": total, "exact": True}
                 self._stale = True  # what replaced its old total is not a sum: add up again
