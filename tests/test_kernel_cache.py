@@ -83,3 +83,17 @@ def test_the_digest_covers_the_kernels_flags_and_the_folder(tmp_path):
     assert sources_digest(tmp_path) == before
     (tmp_path / "a.py").write_text("x = 2\n")
     assert sources_digest(tmp_path) != before
+
+
+def test_the_digest_is_the_same_whichever_way_the_folder_is_spelt(tmp_path):
+    # A path with '..' in it (a tool that put 'tools/..' on sys.path) gave the kernels'
+    # own folder another digest, so each such process dropped every cached kernel.
+    import edgelearn.kernels
+    from edgelearn.kernels import sources_digest
+
+    kernels = Path(edgelearn.kernels.__file__).resolve().parent
+    roundabout = kernels / ".." / kernels.name
+    assert str(roundabout) != str(kernels)
+    assert sources_digest(roundabout) == sources_digest(kernels)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    assert sources_digest(tmp_path / ".." / tmp_path.name) == sources_digest(tmp_path)

@@ -25,7 +25,9 @@ def sources_digest(folder: Path) -> str:
     code, silently. Every kernel calls this package's kernels and flags, and the
     kernels of one folder call each other, so a change in either is a change."""
     digest = hashlib.sha256()
-    for source in sorted({*_KERNELS.glob("*.py"), *Path(folder).glob("*.py")}):
+    # Resolved, as _KERNELS is: the kernels' own folder reached by another spelling
+    # ('tools/../edgelearn/kernels') must not count its files twice.
+    for source in sorted({*_KERNELS.glob("*.py"), *Path(folder).resolve().glob("*.py")}):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 
