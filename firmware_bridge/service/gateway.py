@@ -299,6 +299,8 @@ class Gateway(WorkerIntake):
         return how many were written. Worker thread, or main thread after the worker."""
         if self.checkpoints is None:
             return 0
+        if self.journal is not None:
+            self._write_journal()  # what a turn held (a checkpoint after a failed turn)
         written, failed = self.checkpoints.save_changed(self.pipeline)
         self.checkpoint_failures = failed
         if failed:

@@ -4,8 +4,9 @@ it acknowledges (the rest of the worker is :mod:`firmware_bridge.service.gateway
 :class:`WorkerIntake` is the part of :class:`~firmware_bridge.service.gateway.Gateway`
 that moves messages: a turn polls the network, runs the queued data through the
 pipeline while the outbound window has room, then takes label answers
-(:mod:`firmware_bridge.service.answers`), and acknowledges each message once the
-broker has taken its outputs.
+(:mod:`firmware_bridge.service.answers`), writes the turn's label journal records
+(:mod:`firmware_bridge.service.journal`: one ``write`` a turn, before any ack), and
+acknowledges each message once the broker has taken its outputs.
 """
 
 from __future__ import annotations
@@ -120,15 +121,32 @@ class WorkerIntake:
             ack(item)
 
     def _turn(self, timeout: float) -> None:
-        """One round of the worker: network, messages, acks."""
+        """One round of the worker: network, messages, the turn's label journal
+        records in one write, acks."""
         bridge = self.bridge
         bridge.poll(timeout)
+        journal = self.journal
+        if journal is not None:
+            journal.hold()
         self._process_queued()
         answers = bridge.answers  # after the data queued, a few at a time
         for _ in range(min(len(answers), ANSWERS_PER_TURN)):
             self._process(answers.popleft())
+        if journal is not None:
+            self._write_journal()  # before any message of the turn is acknowledged
         self._release_acks()
         bridge.flush()
+
+    def _write_journal(self) -> None:
+        """The label journal's held records, written (one ``write``); a failure is
+        counted per lesson and logged, as a failed record was."""
+        journal = self.journal
+        lessons = journal.held_lessons
+        try:
+            journal.release()
+        except OSError as exc:
+            self._journal_errors.inc(max(1, lessons))
+            self._log.warning("journal_error", "%d lesson(s) not journaled: %s", lessons, exc)
 
 
 def taken_by_broker(info: Any) -> bool:
