@@ -78,6 +78,9 @@ TOPICS = Topics()
 RELAY_OUTPUT = "bench/relay/output"
 RELAY_DATA = "relay/{stream}/data"
 INSTANCE_DATA = "sensors/{name}/{{stream}}/data"
+# A gateway from a cold numba cache (bench_gateway_ab.py's base tree is exported fresh)
+# compiles its kernels in its warm-up: minutes on a loaded machine.
+WARMUP_TIMEOUT_S = 900.0
 GATEWAY_CONFIG = (
     '[gateway]\nid = "bench"\nstatus_interval_seconds = 5\nmax_streams = 64\n'
     "[checkpoints]\ninterval_seconds = 600\n"
@@ -478,11 +481,11 @@ class Bench:
             publish_load(self.port, prefix + kind, count, 2000 if batch == "1" else 0,
                          self.labels, batch=batch, templates=templates)
         if templates == (RELAY_DATA,):
-            _wait(lambda: len(self.outputs.relayed) >= count + count // 64, 120,
+            _wait(lambda: len(self.outputs.relayed) >= count + count // 64, WARMUP_TIMEOUT_S,
                   "the relay's warm-up outputs")
         else:
             _wait(lambda: self.outputs.count(prefix + "s0") >= count
-                  and self.outputs.count(prefix + "b0") >= count, 120,
+                  and self.outputs.count(prefix + "b0") >= count, WARMUP_TIMEOUT_S,
                   f"the warm-up predictions of {prefix}")
 
     def start_relay(self) -> subprocess.Popen:

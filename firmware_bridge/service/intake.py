@@ -3,8 +3,8 @@ it acknowledges (the rest of the worker is :mod:`firmware_bridge.service.gateway
 
 :class:`WorkerIntake` is the part of :class:`~firmware_bridge.service.gateway.Gateway`
 that moves messages: a turn polls the network, runs the queued data through the
-pipeline while the outbound window has room, then takes label answers
-(:mod:`firmware_bridge.service.answers`), writes the turn's label journal records
+pipeline while the outbound window has room, then takes label answers in
+proportion (:func:`~firmware_bridge.service.answers.answers_to_take`), writes the turn's label journal records
 (:mod:`firmware_bridge.service.journal`: one ``write`` a turn, before any ack), and
 acknowledges each message once the broker has taken its outputs.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .answers import ANSWERS_PER_TURN
+from .answers import answers_to_take
 from .mqtt import InboundMessage
 
 __all__ = ["WorkerIntake", "taken_by_broker"]
@@ -128,9 +128,12 @@ class WorkerIntake:
         journal = self.journal
         if journal is not None:
             journal.hold()
+        tally = self.pipeline.tally
+        requested = tally.label_requests
         self._process_queued()
-        answers = bridge.answers  # after the data queued, a few at a time
-        for _ in range(min(len(answers), ANSWERS_PER_TURN)):
+        # Answers after the data queued: a few, or as many as that data asked for.
+        answers = bridge.answers
+        for _ in range(answers_to_take(len(answers), tally.label_requests - requested)):
             self._process(answers.popleft())
         if journal is not None:
             self._write_journal()  # before any message of the turn is acknowledged
