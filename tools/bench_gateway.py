@@ -852,7 +852,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "| figure | this run | aim |",
         "|---|---|---|",
         f"| gateway CPU per message / bare relay CPU per message | **{ratio:.2f}x** "
-        f"({gateway_cpu:.0f} / {relay_cpu:.0f} µs) | at most 1.3x |",
+        f"({gateway_cpu:.0f} / {relay_cpu:.0f} µs) | at most 1.2x |",
         f"| pipeline alone, CPU per message, {learner} | **{alone['single']:.1f} µs** | at most 15 µs |",
         f"| the same, {other} | "
         f"**{alone['single_other']:.1f} µs** | at most 15 µs |",
@@ -862,7 +862,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"| readings/s in {batch_words} ({per_message:.0f} readings, {sizes['median']:,} "
         f"bytes a message), one instance | **{batch_rate:,.0f}** ({batch_cpu['gateway']:.1f} "
         "µs gateway CPU per reading: at most "
-        f"{_per_core(batch_cpu['gateway'])} per core) | at least 100,000 |",
+        f"{_per_core(batch_cpu['gateway'])} per core) | at least 200,000 |",
         f"| readings/s in {batch_words}, one instance / two instances | "
         f"{medians['one_batches']:,.0f} / **{medians['two_batches']:,.0f}** "
         f"({medians['two_batches'] / medians['one_batches']:.2f}x) | two above one |",
@@ -969,18 +969,18 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
           for n, b in enumerate(batches)),
         "",
         f"Median: **{batch_rate:,.0f} readings/s** with one instance"
-        + (" (the aim, 100,000, is met)." if batch_rate >= 100_000 else
-           f" ({batch_rate / 100_000:.0%} of the aim of 100,000).")
+        + (" (the aim, 200,000, is met)." if batch_rate >= 200_000 else
+           f" ({batch_rate / 200_000:.0%} of the aim of 200,000).")
         + " Where the CPU goes, per reading (medians): gateway "
         f"{batch_cpu['gateway']:.2f} µs, broker {batch_cpu['broker']:.2f}, subscriber "
         f"{batch_cpu['subscriber']:.2f}, publisher {batch_cpu['publisher']:.3f}. At "
         f"{batch_cpu['gateway']:.2f} µs per reading one gateway process can do at most "
         f"{_per_core(batch_cpu['gateway'])} readings/s on a core of its own; everything "
         "else in the run together would need "
-        f"{sum(batch_cpu[k] for k in ('broker', 'subscriber', 'publisher')) * 100_000 / 1e6:.2f}"
-        " of a core at 100,000 readings/s."
+        f"{sum(batch_cpu[k] for k in ('broker', 'subscriber', 'publisher')) * 200_000 / 1e6:.2f}"
+        " of a core at 200,000 readings/s."
         + (f" With two instances: {medians['two_batches']:,.0f} readings/s"
-           + (" (the aim is met)." if medians['two_batches'] >= 100_000 else ".")),
+           + (" (the aim is met)." if medians['two_batches'] >= 200_000 else ".")),
         "",
         f"## Latency at a fixed {args.rate:,.0f} messages/s",
         "",
