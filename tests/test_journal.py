@@ -177,6 +177,52 @@ def test_a_batch_record_reads_back_as_its_lessons_or_not_at_all(tmp_path):
     small.close()
 
 
+def test_a_turn_s_held_records_go_out_in_one_write_or_not_at_all(tmp_path, monkeypatch):
+    """hold/release (the gateway's worker, one write a turn): nothing held is in the
+    file before the release, all of it is after, in one write; a release whose write
+    fails leaves none of it; the bound counts what is held; a truncate drops it."""
+    path = str(tmp_path / JOURNAL_NAME)
+    journal = LabelJournal(path, max_bytes=4096)
+    journal.append("s1", 0, (2, 0), np.array([0], np.int32), np.array([1.0]), True)
+    first = os.path.getsize(path)
+    assert first > 0  # not holding: written at once
+    journal.hold()
+    for n in range(1, 6):
+        journal.append("s1", n, (2, 0), np.array([0, 1], np.int32), np.array([n, 1.0]), False)
+    assert os.path.getsize(path) == first and journal.held_lessons == 5
+    writes = []
+    real_write = os.write
+    monkeypatch.setattr(os, "write",
+                        lambda fd, data: writes.append(len(data)) or real_write(fd, data))
+    journal.release()
+    assert len(writes) == 1 and os.path.getsize(path) == first + writes[0]
+    assert (journal.records_written, journal.lessons_written, journal.held_lessons) == (6, 6, 0)
+    lessons, problem = read_journal(path)
+    assert [l.n for l in lessons] == list(range(6)) and problem is None
+    # A write that fails (a full disk part-way) leaves none of the turn's records.
+    journal.hold()
+    for n in range(6, 9):
+        journal.append("s1", n, (2, 0), np.array([0], np.int32), np.array([1.0]), True)
+    size = os.path.getsize(path)
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, data[:len(data) // 2]))
+    with pytest.raises(OSError, match="short write"):
+        journal.release()
+    monkeypatch.setattr(os, "write", real_write)
+    assert os.path.getsize(path) == size and journal.lessons_written == 6
+    assert [l.n for l in read_journal(path)[0]] == list(range(6))
+    # The bound counts the held bytes: what would pass it is dropped, counted.
+    journal.hold()
+    kept = 0
+    while journal.append("s1", 9 + kept, (2, 0), np.array([0], np.int32), np.array([1.0]), True):
+        kept += 1
+    assert journal.counters()["journal_dropped"] == 1
+    assert kept > 0 and journal.held_lessons == kept
+    journal.truncate()  # after a checkpoint round: every held lesson is in a checkpoint
+    journal.release()
+    assert os.path.getsize(path) == 0 and journal.held_lessons == 0
+    journal.close()
+
+
 def test_a_killed_gateway_restarts_with_every_label_of_its_jitted_batches(tmp_path):
     """Batches of labelled readings (the jitted batch path, one journal record per
     batch) after the last checkpoint: a restart replays every lesson, and as every

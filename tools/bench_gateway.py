@@ -78,6 +78,9 @@ TOPICS = Topics()
 RELAY_OUTPUT = "bench/relay/output"
 RELAY_DATA = "relay/{stream}/data"
 INSTANCE_DATA = "sensors/{name}/{{stream}}/data"
+# A gateway from a cold numba cache (bench_gateway_ab.py's base tree is exported fresh)
+# compiles its kernels in its warm-up: minutes on a loaded machine.
+WARMUP_TIMEOUT_S = 900.0
 GATEWAY_CONFIG = (
     '[gateway]\nid = "bench"\nstatus_interval_seconds = 5\nmax_streams = 64\n'
     "[checkpoints]\ninterval_seconds = 600\n"
@@ -478,11 +481,11 @@ class Bench:
             publish_load(self.port, prefix + kind, count, 2000 if batch == "1" else 0,
                          self.labels, batch=batch, templates=templates)
         if templates == (RELAY_DATA,):
-            _wait(lambda: len(self.outputs.relayed) >= count + count // 64, 120,
+            _wait(lambda: len(self.outputs.relayed) >= count + count // 64, WARMUP_TIMEOUT_S,
                   "the relay's warm-up outputs")
         else:
             _wait(lambda: self.outputs.count(prefix + "s0") >= count
-                  and self.outputs.count(prefix + "b0") >= count, 120,
+                  and self.outputs.count(prefix + "b0") >= count, WARMUP_TIMEOUT_S,
                   f"the warm-up predictions of {prefix}")
 
     def start_relay(self) -> subprocess.Popen:
@@ -849,7 +852,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         "| figure | this run | aim |",
         "|---|---|---|",
         f"| gateway CPU per message / bare relay CPU per message | **{ratio:.2f}x** "
-        f"({gateway_cpu:.0f} / {relay_cpu:.0f} µs) | at most 1.3x |",
+        f"({gateway_cpu:.0f} / {relay_cpu:.0f} µs) | at most 1.2x |",
         f"| pipeline alone, CPU per message, {learner} | **{alone['single']:.1f} µs** | at most 15 µs |",
         f"| the same, {other} | "
         f"**{alone['single_other']:.1f} µs** | at most 15 µs |",
@@ -859,7 +862,7 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
         f"| readings/s in {batch_words} ({per_message:.0f} readings, {sizes['median']:,} "
         f"bytes a message), one instance | **{batch_rate:,.0f}** ({batch_cpu['gateway']:.1f} "
         "µs gateway CPU per reading: at most "
-        f"{_per_core(batch_cpu['gateway'])} per core) | at least 100,000 |",
+        f"{_per_core(batch_cpu['gateway'])} per core) | at least 200,000 |",
         f"| readings/s in {batch_words}, one instance / two instances | "
         f"{medians['one_batches']:,.0f} / **{medians['two_batches']:,.0f}** "
         f"({medians['two_batches'] / medians['one_batches']:.2f}x) | two above one |",
@@ -966,18 +969,18 @@ def write_report(args, results: dict, host: dict, out: pathlib.Path) -> None:
           for n, b in enumerate(batches)),
         "",
         f"Median: **{batch_rate:,.0f} readings/s** with one instance"
-        + (" (the aim, 100,000, is met)." if batch_rate >= 100_000 else
-           f" ({batch_rate / 100_000:.0%} of the aim of 100,000).")
+        + (" (the aim, 200,000, is met)." if batch_rate >= 200_000 else
+           f" ({batch_rate / 200_000:.0%} of the aim of 200,000).")
         + " Where the CPU goes, per reading (medians): gateway "
         f"{batch_cpu['gateway']:.2f} µs, broker {batch_cpu['broker']:.2f}, subscriber "
         f"{batch_cpu['subscriber']:.2f}, publisher {batch_cpu['publisher']:.3f}. At "
         f"{batch_cpu['gateway']:.2f} µs per reading one gateway process can do at most "
         f"{_per_core(batch_cpu['gateway'])} readings/s on a core of its own; everything "
         "else in the run together would need "
-        f"{sum(batch_cpu[k] for k in ('broker', 'subscriber', 'publisher')) * 100_000 / 1e6:.2f}"
-        " of a core at 100,000 readings/s."
+        f"{sum(batch_cpu[k] for k in ('broker', 'subscriber', 'publisher')) * 200_000 / 1e6:.2f}"
+        " of a core at 200,000 readings/s."
         + (f" With two instances: {medians['two_batches']:,.0f} readings/s"
-           + (" (the aim is met)." if medians['two_batches'] >= 100_000 else ".")),
+           + (" (the aim is met)." if medians['two_batches'] >= 200_000 else ".")),
         "",
         f"## Latency at a fixed {args.rate:,.0f} messages/s",
         "",

@@ -58,7 +58,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgpack
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+# The repository without "..": edgelearn/kernels/_jit.py digests the kernels' folder by
+# its path as imported, so a "tools/.." path dropped every other process's numba cache.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from edgelearn.constraints import Interval, check_params  # noqa: E402

@@ -24,7 +24,9 @@ import tempfile
 
 import msgpack
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# The repository without "..": edgelearn/kernels/_jit.py digests the kernels' folder by
+# its path as imported, so a "tools/.." path dropped every other process's numba cache.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from firmware_bridge.service.config import load_config  # noqa: E402
 from firmware_bridge.service.gateway import Gateway  # noqa: E402

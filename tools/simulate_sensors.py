@@ -49,7 +49,9 @@ from collections.abc import Iterator
 import numpy as np
 import paho.mqtt.client as paho
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+# The repository without "..": edgelearn/kernels/_jit.py digests the kernels' folder by
+# its path as imported, so a "tools/.." path dropped every other process's numba cache.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from edgelearn import datasets  # noqa: E402
 from firmware_bridge.service.mqtt import parse_broker  # noqa: E402

@@ -5,8 +5,12 @@ Answers come on their own MQTT session (:class:`~firmware_bridge.service.mqtt.Mq
 answers connection, ``[labels] own_session``), so a flood of them fills that session's
 queue on the broker, never the data session's: the broker drops answers beyond it
 (mosquitto's ``max_queued_messages``), not readings. The worker takes queued data
-first and then at most :data:`ANSWERS_PER_TURN` answers, so a data message waits
-behind no more than that many answers.
+first and then :func:`answers_to_take` answers: :data:`ANSWERS_PER_TURN`, or as many
+as the label requests the turn's data issued if more (a backlog of batches asks more
+than that a turn; its answers then keep pace instead of falling a turn behind per
+turn, so a catch-up after a stall is predicted by a model that learned them), never
+more than the answer queue holds. So a data message waits behind no more than
+:data:`ANSWERS_PER_TURN` answers, or the answers its own turn's data asked for.
 
 :class:`AnswerRateLimit` is the per-stream rate limit (``[labels]
 max_answers_per_second``): a token bucket per label topic (one topic per stream) that
@@ -33,7 +37,8 @@ from typing import Any
 
 import msgpack
 
-__all__ = ["ANSWER_QUEUE_LENGTH", "ANSWERS_PER_TURN", "AnswerRateLimit", "MAX_TOPICS"]
+__all__ = ["ANSWER_QUEUE_LENGTH", "ANSWERS_PER_TURN", "AnswerRateLimit", "MAX_TOPICS",
+           "answers_to_take"]
 
 ANSWERS_PER_TURN = 64
 """Most answers the worker takes per turn, after the data queued."""
@@ -44,6 +49,18 @@ Receive Maximum): the socket is not read beyond it, so the backlog stays with th
 
 MAX_TOPICS = 4096
 """Label topics whose buckets are remembered at once."""
+
+
+def answers_to_take(waiting: int, requested: int) -> int:
+    """How many of the ``waiting`` answers the worker takes after a turn's data, whose
+    readings issued ``requested`` label requests: :data:`ANSWERS_PER_TURN`, or
+    ``requested`` if more (answers in proportion to the data), at most ``waiting``
+    (itself at most :data:`ANSWER_QUEUE_LENGTH`).
+
+    >>> answers_to_take(300, 0), answers_to_take(300, 200), answers_to_take(10, 200)
+    (64, 200, 10)
+    """
+    return min(waiting, max(ANSWERS_PER_TURN, requested))
 
 
 class AnswerRateLimit:

@@ -37,10 +37,11 @@ import time
 from typing import Any
 
 from .admission import StreamAdmission
-from .answers import ANSWER_QUEUE_LENGTH, ANSWERS_PER_TURN, AnswerRateLimit
+from .answers import ANSWER_QUEUE_LENGTH, AnswerRateLimit
 from .checkpoints import CheckpointStore
 from .clocks import CLOCK_STEP_S, WallClockWatch
 from .refusals import DEGRADED_HOLD_S, PublishRefusals
+from .intake import WorkerIntake, taken_by_broker
 from .journal import JOURNAL_NAME, LabelJournal, replay
 from .pending_store import keep_pending, restore_pending
 from .request_log import open_request_log
@@ -84,12 +85,14 @@ _PROBLEM_BRIDGE_COUNTERS = ("disconnects", "out_disconnects", "answer_disconnect
                             "publish_dropped")
 
 
-class Gateway:
+class Gateway(WorkerIntake):
     """The running service: a pipeline fed by MQTT, with checkpoints and status.
 
     ``start()`` returns once the threads run; ``request_stop()`` (any thread, or a
     signal handler) asks for a stop; ``shutdown()`` performs it (main thread);
-    ``run()`` does all three and returns the exit status.
+    ``run()`` does all three and returns the exit status. The worker's turn (what it
+    takes, in which order, and when it acks) is
+    :class:`~firmware_bridge.service.intake.WorkerIntake`.
     """
 
     def __init__(
@@ -296,6 +299,8 @@ class Gateway:
         return how many were written. Worker thread, or main thread after the worker."""
         if self.checkpoints is None:
             return 0
+        if self.journal is not None:
+            self._write_journal()  # what a turn held (a checkpoint after a failed turn)
         written, failed = self.checkpoints.save_changed(self.pipeline)
         self.checkpoint_failures = failed
         if failed:
@@ -409,114 +414,6 @@ class Gateway:
 
     # -- the worker ------------------------------------------------------------------
 
-    def _process(self, item: InboundMessage) -> None:
-        sink = self._sink_topics.get(item.topic)
-        if sink is not None:  # a sink's own topic (Home Assistant's birth), not the pipeline's
-            sink.on_inbound(item.topic, item.payload)
-            if item.qos:
-                self._unacked.append((item, None))
-            return
-        self._record(item)
-        try:
-            outputs = self.pipeline.handle(item.topic, item.payload, item.received_at)
-        except Exception as exc:  # a bug; acked below so it is not redelivered forever
-            self._worker_errors.inc()
-            self._log.warning("worker_error", "%s on topic %.80r: %r", type(exc).__name__,
-                              item.topic, exc)
-            outputs = ()
-        self._publish(item, outputs)
-
-    def _record(self, item: InboundMessage) -> None:
-        if self.recorder is not None:
-            try:
-                self.recorder.write(item.topic, item.payload, item.received_at)
-            except (OSError, TypeError) as exc:
-                self._recorder_errors.inc()
-                self._log.warning("recorder_error", "%s", exc)
-
-    def _publish(self, item: InboundMessage, outputs: Any) -> None:
-        on_outbound = self._on_outbound
-        last = None
-        for out in outputs:
-            last = on_outbound(out)
-        if item.qos:
-            # Acknowledged once its outputs are with the broker (see _release_acks).
-            self._unacked.append((item, last))
-
-    def _process_group(self, items: list[InboundMessage]) -> None:
-        """Messages taken together (none Home Assistant's): one
-        ``Pipeline.handle_many``, so a stream's queued batches share a learner pass;
-        each message's outputs and ack as :meth:`_process` gives them. (A bug
-        raising in the shared pass drops the outputs of the whole group, acked.)"""
-        if len(items) < 2:
-            for item in items:
-                self._process(item)
-            return
-        for item in items:
-            self._record(item)
-        try:
-            # InboundMessage's first fields are (topic, payload, received_at).
-            outputs = self.pipeline.handle_many(items)
-        except Exception as exc:  # a bug; acked below so they are not redelivered forever
-            # Each message of the group went unanswered: each is counted (the
-            # counter counts messages), as one message alone would be.
-            self._worker_errors.inc(len(items))
-            self._log.warning("worker_error", "%s on %d messages from topic %.80r: %r",
-                              type(exc).__name__, len(items), items[0].topic, exc)
-            outputs = [()] * len(items)
-        for item, out in zip(items, outputs):
-            self._publish(item, out)
-
-    def _process_queued(self) -> None:
-        """Process received messages while the outbound window has room: a busy broker
-        slows the worker down (and, through the acks, the senders) instead of
-        predictions being dropped. What is queued is taken together, as many as the
-        window has room for (:meth:`_process_group`), and no more than
-        ``_group_limit``: even a group whose every reading asks for its label then
-        fits paho's outgoing queue."""
-        inbound = self.bridge.inbound
-        room = self.bridge.outgoing_room
-        sink_topics = self._sink_topics
-        while inbound and room() > 0:
-            group = []
-            for _ in range(max(1, min(len(inbound), room(), self._group_limit))):
-                item = inbound.popleft()
-                if item.topic in sink_topics:  # not the pipeline's: on its own, in order
-                    self._process_group(group)
-                    self._process(item)
-                    group = []
-                else:
-                    group.append(item)
-            self._process_group(group)
-
-    def _release_acks(self) -> None:
-        """Acknowledge processed messages whose outputs the broker has taken.
-
-        Acknowledging as soon as the outputs are queued would lose them if the process
-        died before they were sent: the broker would not redeliver an acknowledged
-        message. Outputs of one message go out in order, so its last one stands for
-        all; acks go in the order messages came, as MQTT requires.
-        """
-        unacked = self._unacked
-        ack = self.bridge.ack
-        while unacked:
-            item, info = unacked[0]
-            if info is not None and not _taken_by_broker(info):
-                return
-            unacked.popleft()
-            ack(item)
-
-    def _turn(self, timeout: float) -> None:
-        """One round of the worker: network, messages, acks."""
-        bridge = self.bridge
-        bridge.poll(timeout)
-        self._process_queued()
-        answers = bridge.answers  # after the data queued, a few at a time
-        for _ in range(min(len(answers), ANSWERS_PER_TURN)):
-            self._process(answers.popleft())
-        self._release_acks()
-        bridge.flush()
-
     def _housekeeping(self, now: float) -> None:
         self._next_housekeeping = now + TICK_SECONDS
         self._wall_clock.check(now)
@@ -614,7 +511,7 @@ class Gateway:
                          len(self.checkpoint_failures), _name_failures(self.checkpoint_failures))
         info = self.publish_status("stopped")
         deadline = self._clock() + _FINAL_PUBLISH_TIMEOUT_S
-        while (info is not None and bridge.connected and not _taken_by_broker(info)
+        while (info is not None and bridge.connected and not taken_by_broker(info)
                and self._clock() < deadline):
             bridge.poll(0.01)
         bridge.disconnect()
@@ -689,10 +586,3 @@ class Gateway:
 def _name_failures(failed: dict[str, Exception]) -> str:
     return "; ".join(f"{stream!r}: {exc}" for stream, exc in failed.items())
 
-
-def _taken_by_broker(info: Any) -> bool:
-    """Whether paho's message info says the broker has the message (QoS 0: written)."""
-    try:
-        return info.is_published()
-    except (ValueError, RuntimeError):
-        return True  # never queued (counted as dropped): nothing to wait for

@@ -37,7 +37,12 @@ order, so nothing after a bad record can be trusted to fit.
 
 Writes go straight to the file (one ``write`` per record: a killed process loses
 nothing the kernel has; a batch's lessons are all in the kernel or, torn, none
-replayed, and its data messages are not acknowledged until after the write);
+replayed, and its data messages are not acknowledged until after the write). The
+gateway's worker holds the records of one turn (:meth:`LabelJournal.hold`) and writes
+them with one ``write`` (:meth:`LabelJournal.release`) before it acknowledges any
+message of the turn, so the rule holds per turn: a process killed before the write
+loses the turn's lessons with the learner's memory of them, and the broker delivers
+the turn's messages again; a write that fails leaves none of the turn's records.
 ``fsync`` is batched (at most one per ``fsync_interval_s``), which bounds what a
 power cut can lose. The file is bounded by ``max_bytes``: the gateway checkpoints
 when it passes half of it, and a record that would pass the bound is learned but
@@ -131,6 +136,9 @@ class LabelJournal:
         self.dropped = 0
         self.syncs = 0
         self._pack = _new_packer().pack  # one thread appends (the gateway's worker)
+        self._held: list[bytes] | None = None  # records waiting for release(), if holding
+        self._held_bytes = 0
+        self.held_lessons = 0
 
     @property
     def wants_checkpoint(self) -> bool:
@@ -152,20 +160,44 @@ class LabelJournal:
         return self._write(_encode_batch(stream, n, layout, counts, slots, z, codes, labels),
                            int(counts.shape[0]))
 
+    def hold(self) -> None:
+        """Keep the records appended from now on in memory until :meth:`release`
+        (the gateway's worker: one ``write`` per turn; the messages of the turn are
+        acknowledged only after it)."""
+        if self._held is None:
+            self._held = []
+
+    def release(self) -> None:
+        """Write the held records with one ``write`` and stop holding. Raises
+        ``OSError`` if the write fails (then none of them is in the file)."""
+        held, self._held = self._held, None
+        if not held:
+            return
+        lessons, self.held_lessons, self._held_bytes = self.held_lessons, 0, 0
+        self._write_now(held[0] if len(held) == 1 else b"".join(held), len(held), lessons)
+
     def _write(self, record: bytes, lessons: int) -> bool:
-        if self.size + len(record) > self.max_bytes:
+        if self.size + self._held_bytes + len(record) > self.max_bytes:
             self.dropped += lessons
             return False
-        written = os.write(self._fd, record)
-        if written != len(record):  # a full disk mid-record: leave no torn record behind
+        if self._held is not None:
+            self._held.append(record)
+            self._held_bytes += len(record)
+            self.held_lessons += lessons
+        else:
+            self._write_now(record, 1, lessons)
+        return True
+
+    def _write_now(self, data: bytes, records: int, lessons: int) -> None:
+        written = os.write(self._fd, data)
+        if written != len(data):  # a full disk mid-record: leave no torn record behind
             os.ftruncate(self._fd, self.size)
-            raise OSError(f"short write to {self.path} ({written} of {len(record)} bytes)")
+            raise OSError(f"short write to {self.path} ({written} of {len(data)} bytes)")
         self.size += written
         self.bytes_written += written
-        self.records_written += 1
+        self.records_written += records
         self.lessons_written += lessons
         self._dirty = True
-        return True
 
     def sync(self, now: float, force: bool = False) -> None:
         """``fsync`` what was appended, if anything, at most once per interval."""
@@ -176,7 +208,11 @@ class LabelJournal:
             self.syncs += 1
 
     def truncate(self) -> None:
-        """Empty the journal (every lesson in it is in a checkpoint now)."""
+        """Empty the journal (every lesson in it, and every one held, is in a
+        checkpoint now)."""
+        if self._held:
+            self._held = []
+            self._held_bytes = self.held_lessons = 0
         if self.size:
             os.ftruncate(self._fd, 0)
             os.fsync(self._fd)
@@ -185,6 +221,7 @@ class LabelJournal:
 
     def close(self) -> None:
         if self._fd >= 0:
+            self.release()
             if self._dirty:
                 os.fsync(self._fd)
             os.close(self._fd)
