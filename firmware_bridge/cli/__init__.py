@@ -22,6 +22,7 @@ gateway service starts through this same parser.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from . import bench, replay, service, tuning
@@ -46,8 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    # Start-up makes a few hundred thousand objects that live as long as the process
+    # (numba's and the learners' modules): the collector traversed them again and again
+    # while they were made, a sixth of `edgelearn replay`'s start-up CPU time (perf:
+    # gc_collect_main). Collect nothing until the command is parsed, then set them
+    # apart (gc.freeze) so that no later collection traverses them.
+    gc.disable()
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    finally:
+        gc.freeze()
+        gc.enable()
     try:
         return args.func(args)
     except CliError as exc:

@@ -341,6 +341,9 @@ def _print_replay(summary: dict) -> None:
 
 
 def cmd_replay(args) -> int:
+    from firmware_bridge.offline.memory import reuse_freed_memory
+
+    reuse_freed_memory()  # this process replays and exits: chunks reuse freed pages
     _resolve_learner(args)
     sources = [Path(s) for s in args.sources] or [DEMO_LOG]
     if args.grid or args.csv or replay_group(args) != "all":

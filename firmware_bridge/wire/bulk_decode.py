@@ -30,6 +30,7 @@ random valid and invalid messages.
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -336,7 +337,7 @@ class FastDecoder:
 
         if header_problem(header) is not None or header.get("version") != 2:
             return None
-        buf = np.fromfile(os.fspath(path), dtype=np.uint8)
+        buf = _map_file(path)
         end = buf.shape[0]
         cap = max(1024, end // 64)
         rec = [np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
@@ -366,6 +367,21 @@ class FastDecoder:
                 stop = int(pos)
                 break
         return ScannedLog(buf, rec[0][:n], rec[1][:n], rec[2][:n], rec[3][:n], rec[4][:n], stop)
+
+
+def _map_file(path: Any) -> np.ndarray:
+    """The file's bytes as a uint8 array over a private memory map of it. Reading it
+    whole into memory (``np.fromfile``) copied every byte into fresh pages, each
+    zeroed by the kernel first: a tenth of a fresh ``edgelearn replay`` process's
+    time on a 75 MB log (perf). Mapped, the pages are the OS's file cache's own.
+    ``ACCESS_COPY`` keeps the array writable, the type the kernels were compiled for
+    (nothing writes to it). A log is append-only; one cut shorter while it is read
+    would fault, as it would corrupt any reader."""
+    with open(path, "rb") as file:
+        if os.fstat(file.fileno()).st_size == 0:
+            return np.zeros(0, dtype=np.uint8)
+        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY)
+    return np.frombuffer(mapped, dtype=np.uint8)
 
 
 def _canonical_label(y: Any) -> bytes | None:

@@ -27,6 +27,10 @@ from edgelearn.kernels import compiled, jit
 # a call numba does not inline passes and reference-counts every array argument,
 # which cost more than the work of a channel's name and value (issue 25).
 inline = compiled(inline="always")
+# A helper called once per reading, too big to inline, allocates nothing and returns
+# no array: compiled without reference counting (``edgelearn.kernels._jit``'s
+# ``jit_without_refcounts``), so its call does not incref and decref its 25 arrays.
+without_refcounts = compiled(_nrt=False)
 
 # Statuses returned by the kernels.
 DONE, FULL, NEED_TOPIC, NEED_NAME, NEED_LABEL, STOP = 0, 1, 2, 3, 4, 5
@@ -349,7 +353,7 @@ def _label(buf, pos, end, canon, l_keys, l_vals, l_pool, l_off, l_len, bits, inf
     return code, p
 
 
-@jit
+@without_refcounts
 def _reading(
     buf, pos, end, r, pc, r_seq, r_ts, r_label, r_p0, r_np, r_number, p_name, p_val,
     n_keys, n_vals, n_pool, n_off, n_len, n_ok, mark, stamp,
