@@ -57,8 +57,12 @@ def _burst(broker, gateways, observer_factory):
     published = 5000
     observer = observer_factory(broker.port, subscribe=(TOPICS.status("gwtest"),))
     gateway = gateways(broker.port, extra="")
-    text = gateway.config.read_text().replace("max_inflight_messages = 100",
-                                               "max_inflight_messages = 20")
+    # keepalive 120 s: the stop below must outlast no keepalive, or on a loaded machine
+    # mosquitto ends the session and redelivers, which is another test's subject.
+    text = gateway.config.read_text().replace(
+        "max_inflight_messages = 100", "max_inflight_messages = 20").replace(
+        "keepalive_seconds = 10", "keepalive_seconds = 120")
+    assert "keepalive_seconds = 120" in text
     gateway.config.write_text(text)
     gateway.start()
     gateway.wait_online(observer)
