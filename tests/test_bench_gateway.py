@@ -75,3 +75,20 @@ def test_the_relay_ratio_alternates_gateway_and_relay_runs(tmp_path):
     assert "checkpoints.journal=false" in last
     ratio = float(re.search(r"ratio gateway/relay (\d+\.\d+)", last).group(1))
     assert 0.5 < ratio < 20  # a CPU ratio, not the run's figures (they mean nothing this short)
+
+
+@pytest.mark.broker
+def test_the_relay_ratio_versus_alternates_two_gateways_and_the_relay(tmp_path):
+    # --versus: what some settings cost, the two gateways alternated with the relay.
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_relay_ratio.py"),
+                             "--count", "300", "--warmup", "200", "--repeat", "2",
+                             "--versus", "checkpoints.journal=false"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = [line.split(":")[0].split(maxsplit=2)[2] for line in result.stdout.splitlines()
+            if line.startswith("run ")]
+    assert runs == ["gateway A", "gateway B", "relay", "gateway A", "gateway B", "relay"]
+    last = result.stdout.splitlines()[-1]
+    assert "B: A with checkpoints.journal=false" in last
+    ratio = float(re.search(r"ratio B/A (\d+\.\d+)", last).group(1))
+    assert 0.1 < ratio < 10

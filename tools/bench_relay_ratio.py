@@ -9,6 +9,12 @@ Example::
 
     python tools/bench_relay_ratio.py --count 20000 --repeat 5
     python tools/bench_relay_ratio.py --count 20000 --repeat 5 --set checkpoints.journal=false
+    python tools/bench_relay_ratio.py --count 20000 --repeat 5 --versus fleet.enabled=true
+
+With ``--versus``, each run also measures a second gateway that has those settings
+as well, and the two gateways alternate with the relay run by run; each gateway is
+started afresh and warmed up for its run (so neither holds the other's state), and
+the ratio of the two bests is what those settings cost per message.
 """
 
 from __future__ import annotations
@@ -34,7 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a gateway setting (as the gateway's --set), e.g. "
                         "checkpoints.journal=false: what one part costs")
+    parser.add_argument("--versus", action="append", default=[], metavar="KEY=VALUE",
+                        help="also measure a gateway with these settings added, alternated "
+                        "with the first (e.g. fleet.enabled=true: what the fleet costs)")
     args = parser.parse_args(argv)
+    if args.versus:
+        return _versus(args)
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench-relay-ratio-"))
     port = bench_gateway._free_port()
     broker = bench_gateway.start_mosquitto(work, port)
@@ -65,6 +76,47 @@ def main(argv: list[str] | None = None) -> int:
     print(f"learner {args.kind}; {' '.join(args.set) or 'default settings'}; best of {args.repeat}: gateway {best['gateway']:.2f} "
           f"µs/message, relay {best['relay']:.2f}; ratio gateway/relay "
           f"{best['gateway'] / best['relay']:.3f}")
+    return 0
+
+
+def _versus(args: argparse.Namespace) -> int:
+    """Gateway A (``--set``), gateway B (``--set`` and ``--versus``) and the relay,
+    run by run; each gateway started and warmed up afresh for its run."""
+    work = pathlib.Path(tempfile.mkdtemp(prefix="bench-relay-versus-"))
+    port = bench_gateway._free_port()
+    broker = bench_gateway.start_mosquitto(work, port)
+    outputs = bench_gateway.Outputs(port)
+    options = argparse.Namespace(protocol="MQTTv5", labels="data", warmup=args.warmup,
+                                 kind=args.kind)
+    bench = bench_gateway.Bench(options, work, port, outputs, broker)
+    sides = {"A": list(args.set), "B": [*args.set, *args.versus]}
+    best = {"A": float("inf"), "B": float("inf"), "relay": float("inf")}
+    gc.disable()
+    try:
+        relay = bench.start_relay()
+        bench.warm_up("rw", (bench_gateway.RELAY_DATA,))
+        for run in range(args.repeat):
+            for side, settings in sides.items():
+                gateway = bench.start_gateway(f"{side.lower()}{run}", *settings)
+                bench.warm_up(f"w{side}{run}_")
+                cpu = bench.throughput(f"t{side}{run}_", args.count, gateway.pid)["cpu_us"]["gateway"]
+                bench.stop(gateway)
+                best[side] = min(best[side], cpu)
+                print(f"run {run + 1} gateway {side}: {cpu:.2f} µs/message", flush=True)
+            cpu = bench.relay_throughput(run, args.count, relay)["cpu_us"]["relay"]
+            best["relay"] = min(best["relay"], cpu)
+            print(f"run {run + 1} relay:     {cpu:.2f} µs/message", flush=True)
+    finally:
+        for process in bench.processes:
+            bench.stop(process)
+        outputs.close()
+        broker.terminate()
+        broker.wait(10)
+    print(f"learner {args.kind}; A: {' '.join(sides['A']) or 'default settings'}; "
+          f"B: A with {' '.join(args.versus)}; best of {args.repeat}: A {best['A']:.2f}, "
+          f"B {best['B']:.2f}, relay {best['relay']:.2f} µs/message; ratio B/A "
+          f"{best['B'] / best['A']:.3f}; A/relay {best['A'] / best['relay']:.3f}, "
+          f"B/relay {best['B'] / best['relay']:.3f}")
     return 0
 
 
