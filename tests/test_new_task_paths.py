@@ -474,7 +474,21 @@ def test_a_regression_decoder_reads_float_references_as_numbers():
     want = [1.5, -0.0, 3, 1e300, 2.5, None]
     assert [(type(v), v) for v in got] == [(type(v), v) for v in want]
     assert math.copysign(1.0, got[1]) == -1.0
-    # in the table: the int, and the refused NaN and inf (each sent to the exact path)
-    assert sorted(map(repr, decoder.labels.values)) == ["3", "inf", "nan"]
+    # in the table: the int alone; NaN and inf went to the exact path, not the table
+    assert sorted(map(repr, decoder.labels.values)) == ["3"]
     binary = FastDecoder(task="binary").decode_payloads([encode_data(0.0, 0, {"a": 1.0}, 1.5)])
-    assert binary.label.tolist() != [LABEL_NUMBER]  # other tasks: a table label
+    assert binary.label.tolist() != [LABEL_NUMBER]  # other tasks: not a number
+
+
+def test_float_labels_of_other_tasks_go_to_the_exact_path_and_never_grow_the_label_table():
+    # A classifier's sensor that sends a number as its label (a bug, or a flood of
+    # distinct values): each message is the exact path's, which refuses or takes it;
+    # a table entry per distinct number would grow without bound.
+    from firmware_bridge.wire.bulk_decode import REC_PYTHON, FastDecoder
+
+    for task in ("binary", "multiclass", "anomaly"):
+        decoder = FastDecoder(task=task)
+        decoded = decoder.decode_payloads([encode_data(float(i), i, {"a": 1.0}, 0.5 + i)
+                                           for i in range(500)])
+        assert decoded.kind.tolist() == [REC_PYTHON] * 500, task
+        assert len(decoder.labels) == 0, task

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,8 +229,6 @@ class FastDecoder:
             value: Any = bool(body[0])
         elif tag == k.TAG_INT:
             value = int.from_bytes(body, "big", signed=True)
-        elif tag == k.TAG_FLOAT:
-            value = struct.unpack(">d", body)[0]
         else:
             try:
                 value = body.decode("utf-8")
@@ -390,8 +387,6 @@ def _canonical_label(y: Any) -> bytes | None:
         return bytes((k.TAG_BOOL, int(y)))
     if isinstance(y, int) and -(2 ** 63) <= y < 2 ** 63:
         return bytes((k.TAG_INT,)) + y.to_bytes(8, "big", signed=True)
-    if isinstance(y, float):
-        return bytes((k.TAG_FLOAT,)) + struct.pack(">d", y)
     if isinstance(y, str):
         try:
             return bytes((k.TAG_STR,)) + y.encode("utf-8")

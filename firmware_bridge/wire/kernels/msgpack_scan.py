@@ -39,7 +39,7 @@ REC_SINGLE, REC_BATCH, REC_PYTHON = 0, 1, 2
 # Kinds of msgpack objects, as _head reads them.
 K_INT, K_BIGUINT, K_FLOAT, K_NIL, K_BOOL, K_STR, K_BIN, K_ARRAY, K_MAP, K_OTHER, K_TRUNC = range(11)
 # Tags of the canonical label bytes (the label table's keys).
-TAG_BOOL, TAG_INT, TAG_STR, TAG_FLOAT = 98, 105, 115, 102  # b"b", b"i", b"s", b"f"
+TAG_BOOL, TAG_INT, TAG_STR = 98, 105, 115  # b"b", b"i", b"s"
 # The label code of a reading whose label is a number kept apart, in its own array (a
 # regression's references: each one differs, so none goes in the label table).
 LABEL_NUMBER = -4
@@ -316,18 +316,14 @@ def _label(buf, pos, end, canon, l_keys, l_vals, l_pool, l_off, l_len, bits, inf
     kind, n, ival, fval, p = _head(buf, pos, end, bits)
     if kind == K_NIL:
         return -1, p
-    if kind == K_FLOAT and numbers and np.isfinite(fval):
-        bits.view(np.float64)[0] = fval
-        return LABEL_NUMBER, p
     if kind == K_FLOAT:
-        # a number (a regression's reference): the float64's bits, big-endian, as
-        # Python's struct.pack(">d") writes them (a float32 widened first, as msgpack does)
-        bits.view(np.float64)[0] = fval
-        canon[0] = TAG_FLOAT
-        for j in range(8):
-            canon[1 + j] = (bits[0] >> (56 - 8 * j)) & 0xFF
-        size = 9
-    elif kind == K_BOOL:
+        if numbers and np.isfinite(fval):
+            bits.view(np.float64)[0] = fval
+            return LABEL_NUMBER, p
+        # Any other float label is the exact path's: a table entry per distinct number
+        # would let a stream of numbers grow the label table without bound.
+        return -2, p
+    if kind == K_BOOL:
         canon[0] = TAG_BOOL
         canon[1] = ival
         size = 2
