@@ -136,7 +136,10 @@ class LabelJournal:
         self.dropped = 0
         self.syncs = 0
         self._pack = _new_packer().pack  # one thread appends (the gateway's worker)
-        self._held: list[bytes] | None = None  # records waiting for release(), if holding
+        # Records waiting for release() while holding (one list for the journal's life:
+        # a turn of the worker allocates nothing to hold and release).
+        self._held: list[bytes] = []
+        self._holding = False
         self._held_bytes = 0
         self.held_lessons = 0
 
@@ -164,23 +167,25 @@ class LabelJournal:
         """Keep the records appended from now on in memory until :meth:`release`
         (the gateway's worker: one ``write`` per turn; the messages of the turn are
         acknowledged only after it)."""
-        if self._held is None:
-            self._held = []
+        self._holding = True
 
     def release(self) -> None:
         """Write the held records with one ``write`` and stop holding. Raises
         ``OSError`` if the write fails (then none of them is in the file)."""
-        held, self._held = self._held, None
+        self._holding = False
+        held = self._held
         if not held:
             return
-        lessons, self.held_lessons, self._held_bytes = self.held_lessons, 0, 0
-        self._write_now(held[0] if len(held) == 1 else b"".join(held), len(held), lessons)
+        data, records, lessons = held[0] if len(held) == 1 else b"".join(held), len(held), self.held_lessons
+        held.clear()
+        self.held_lessons = self._held_bytes = 0
+        self._write_now(data, records, lessons)
 
     def _write(self, record: bytes, lessons: int) -> bool:
         if self.size + self._held_bytes + len(record) > self.max_bytes:
             self.dropped += lessons
             return False
-        if self._held is not None:
+        if self._holding:
             self._held.append(record)
             self._held_bytes += len(record)
             self.held_lessons += lessons
@@ -211,7 +216,7 @@ class LabelJournal:
         """Empty the journal (every lesson in it, and every one held, is in a
         checkpoint now)."""
         if self._held:
-            self._held = []
+            self._held.clear()
             self._held_bytes = self.held_lessons = 0
         if self.size:
             os.ftruncate(self._fd, 0)
