@@ -143,12 +143,14 @@ class RowsResult(NamedTuple):
     z_width: int = 1
 
 
-def feature_buffers(n: int, width: int, keep: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def feature_buffers(n: int, width: int, keep: bool, z_width: int = 1
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``(feat_k, feat_slots, feat_z)`` arrays a loop over ``n`` rows of at most
-    ``width`` channels fills (empty ones when nothing is kept)."""
+    ``width`` channels fills, ``z_width`` numbers per channel in ``feat_z`` (empty
+    ones when nothing is kept)."""
     if keep:
         return (np.empty(n, dtype=np.int64), np.empty((n, width), dtype=np.int32),
-                np.empty((n, width), dtype=np.float64))
+                np.empty((n, width * z_width), dtype=np.float64))
     return np.empty(0, dtype=np.int64), np.empty((0, 1), dtype=np.int32), np.empty((0, 1))
 
 
@@ -175,12 +177,10 @@ def row_buffers(rows: RowsPass, z_width: int = 1) -> RowBuffers:
     """The buffers of a loop over ``rows`` (one row holds at most ``len(rows.names)``
     channels; a decision keeps ``z_width`` numbers per channel)."""
     n, width = rows.X.shape[0], max(len(rows.names), 1)
-    feat_k, feat_slots, feat_z = feature_buffers(n, width, rows.keep_features)
-    if z_width != 1:
-        feat_z = np.empty((feat_z.shape[0], feat_z.shape[1] * z_width))
     return RowBuffers(np.empty(width, dtype=np.int32), np.empty(width, dtype=np.float64),
                       np.empty(n, dtype=np.int64), np.empty(n, dtype=np.float64),
-                      np.zeros(n, dtype=np.bool_), feat_k, feat_slots, feat_z)
+                      np.zeros(n, dtype=np.bool_),
+                      *feature_buffers(n, width, rows.keep_features, z_width))
 
 
 def run_signed(targets, rows: RowsPass, carried: float, run: Callable) -> tuple[float, list]:

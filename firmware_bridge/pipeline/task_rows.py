@@ -79,17 +79,14 @@ def user_predictions(task: str, result: RowsResult) -> tuple[np.ndarray, list]:
     return np.arange(yhat.shape[0], dtype=np.int64), yhat.tolist()
 
 
-def row_outputs(task: str, result: RowsResult, names: list, rows: Any = None) -> list[dict]:
-    """The task's own outputs of each of ``rows`` (default: every row), as
-    ``TaskRules.outputs`` gives them of a decision's extra: an anomaly stream's
-    ``{"top": (names...)}``; a regression stream's ``{"lower", "upper"}`` (both None
-    unless both are finite)."""
+def row_outputs(task: str, result: RowsResult, names: list) -> list[dict]:
+    """The task's own outputs of each row, as ``TaskRules.outputs`` gives them of a
+    decision's extra: an anomaly stream's ``{"top": (names...)}``; a regression
+    stream's ``{"lower", "upper"}`` (both None unless both are finite)."""
     extra = result.extra
     if task == "anomaly":
-        top = extra["top"] if rows is None else extra["top"][rows]
-        return [{"top": tuple(names[j] for j in row if j >= 0)} for row in top.tolist()]
-    lower = extra["lower"] if rows is None else extra["lower"][rows]
-    upper = extra["upper"] if rows is None else extra["upper"][rows]
+        return [{"top": tuple(names[j] for j in row if j >= 0)} for row in extra["top"].tolist()]
+    lower, upper = extra["lower"], extra["upper"]
     finite = np.isfinite(lower) & np.isfinite(upper)
     return [{"lower": lo, "upper": hi} if ok else {"lower": None, "upper": None}
             for lo, hi, ok in zip(lower.tolist(), upper.tolist(), finite.tolist())]
