@@ -486,9 +486,6 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     def _learned_state(self) -> dict:
         state = super()._learned_state()
         state["threshold"] = self._current_threshold
-        contributed = self._contribution_state()
-        if contributed is not None:
-            state["contributed"] = contributed
         return state
 
     def _load_learned(self, learned: dict) -> None:
@@ -499,7 +496,6 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
             self._fused = Fused()
         super()._load_learned({**learned, "rng_state": saved})
         self._current_threshold = float(learned["threshold"])
-        self._load_contribution_state(learned.get("contributed"))
 
 
 def _probit(m: float, v: float) -> float:

@@ -460,13 +460,3 @@ class AROWRegressor(Mergeable, Learner):
 
     _LEARNED = ("W", "S", "b", "Sb", "bin_freq", "scores", "stats", "lags", "rng_state")
 
-    def _learned_state(self) -> dict:
-        state = super()._learned_state()
-        contributed = self._contribution_state()
-        if contributed is not None:
-            state["contributed"] = contributed
-        return state
-
-    def _load_learned(self, learned: dict) -> None:
-        super()._load_learned(learned)
-        self._load_contribution_state(learned.get("contributed"))

@@ -207,6 +207,21 @@ class Mergeable:
 
     # -- state -------------------------------------------------------------------------------
 
+    def to_state(self) -> dict:
+        """The learner's state, with the last contribution's totals (so a restored
+        learner's next contribution is again only what it learned since)."""
+        state = super().to_state()
+        contributed = self._contribution_state()
+        if contributed is not None:
+            state["learned"]["contributed"] = contributed
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict):
+        model = super().from_state(state)
+        model._load_contribution_state(state["learned"].get("contributed"))
+        return model
+
     def _contribution_state(self) -> dict | None:
         """The last contribution's totals for a checkpoint (plain lists and arrays)."""
         base = self._last_contribution

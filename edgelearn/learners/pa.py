@@ -120,17 +120,6 @@ class PA(Mergeable, Learner):
 
     _LEARNED = ("w", "intercept")
 
-    def _learned_state(self) -> dict:
-        state = super()._learned_state()
-        contributed = self._contribution_state()
-        if contributed is not None:
-            state["contributed"] = contributed
-        return state
-
-    def _load_learned(self, learned: dict) -> None:
-        super()._load_learned(learned)
-        self._load_contribution_state(learned.get("contributed"))
-
     # -- merging (edgelearn.learners.mergeable) ---------------------------------
 
     def _shared_structure(self) -> dict:

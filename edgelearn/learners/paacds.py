@@ -452,9 +452,6 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
         state = {name: getattr(self, name).copy() for name in self._LEARNED}
         state["delta"] = self._current_delta
         state["targets"] = self.targets.to_state()
-        contributed = self._contribution_state()
-        if contributed is not None:
-            state["contributed"] = contributed
         return state
 
     def _load_learned(self, learned: dict) -> None:
@@ -464,7 +461,6 @@ class PAACDS(Mergeable, HeldBudget, OneCallBinary, Learner):
         load_arrays(self, learned, [n for n in self._LEARNED if n != "b" or "b" in learned])
         self._current_delta = float(learned["delta"])
         self._load_targets(learned)
-        self._load_contribution_state(learned.get("contributed"))
 
     # -- merging (edgelearn.learners.mergeable) ---------------------------------
 
