@@ -46,6 +46,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import gc
@@ -354,6 +355,30 @@ def _compact_alone(readings: list, topic: str, kind: str) -> dict:
             if name != "compact":
                 journal.close()
     return results
+
+
+@contextlib.contextmanager
+def bench_on_broker(prefix: str, kind: str, warmup: int, bench_class: type = None):
+    """A :class:`Bench` (or ``bench_class``) on a mosquitto of its own in a new
+    temporary folder, with the garbage collector off while it measures; every
+    process it started, the subscriber and the broker are stopped when it ends.
+    For the tools that time gateways against each other or a relay run by run."""
+    work = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    port = _free_port()
+    broker = start_mosquitto(work, port)
+    outputs = Outputs(port)
+    options = argparse.Namespace(protocol="MQTTv5", labels="data", warmup=warmup, kind=kind)
+    bench = (bench_class or Bench)(options, work, port, outputs, broker)
+    gc.disable()
+    try:
+        yield bench
+    finally:
+        gc.enable()
+        for process in bench.processes:
+            bench.stop(process)
+        outputs.close()
+        broker.terminate()
+        broker.wait(10)
 
 
 def cpu_seconds(pid: int) -> float:

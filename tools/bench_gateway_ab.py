@@ -18,12 +18,10 @@ Example::
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -76,23 +74,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="both gateways' learner kind (default: the default learner, "
                         f"{bench_gateway.edgelearn.DEFAULT_KIND})")
     args = parser.parse_args(argv)
-    work = pathlib.Path(tempfile.mkdtemp(prefix="bench-ab-"))
-    RootedBench.roots = {"base": export(args.base, work / "base"), "this": ROOT}
-    port = bench_gateway._free_port()
-    broker = bench_gateway.start_mosquitto(work, port)
-    outputs = bench_gateway.Outputs(port)
-    options = argparse.Namespace(protocol="MQTTv5", labels="data", warmup=args.warmup,
-                                 kind=args.kind)
-    bench = RootedBench(options, work, port, outputs, broker)
-    gc.disable()
     best: dict[str, float] = {}
-    try:
+    with bench_gateway.bench_on_broker("bench-ab-", args.kind, args.warmup, RootedBench) as bench:
+        RootedBench.roots = {"base": export(args.base, bench.work / "base"), "this": ROOT}
         gateways = {side: bench.start_gateway(side) for side in ("base", "this")}
         for side in gateways:
             bench.warm_up(f"w{side}", (data_template(side),))
         for run in range(args.repeat):
             for side, process in gateways.items():
-                publisher = bench_gateway.Publisher(port, f"{side}{run}_", args.count, True,
+                publisher = bench_gateway.Publisher(bench.port, f"{side}{run}_", args.count, True,
                                                     templates=(data_template(side),))
                 result = bench._measured(publisher, bench.watched({"gateway": process.pid}),
                                          [f"{side}{run}_0"], args.count)
@@ -101,12 +91,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"run {run + 1} {side}: gateway {cpu:.2f} µs/message, "
                       f"{result['rate']:,.0f} messages/s, missing {result['missing']}",
                       flush=True)
-    finally:
-        for process in bench.processes:
-            bench.stop(process)
-        outputs.close()
-        broker.terminate()
-        broker.wait(10)
     print(f"learner {args.kind}; best of {args.repeat}: base ({args.base}) {best['base']:.2f} µs/message, "
           f"this {best['this']:.2f}; ratio this/base {best['this'] / best['base']:.3f}")
     return 0

@@ -20,10 +20,8 @@ the ratio of the two bests is what those settings cost per message.
 from __future__ import annotations
 
 import argparse
-import gc
 import pathlib
 import sys
-import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -46,16 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.versus:
         return _versus(args)
-    work = pathlib.Path(tempfile.mkdtemp(prefix="bench-relay-ratio-"))
-    port = bench_gateway._free_port()
-    broker = bench_gateway.start_mosquitto(work, port)
-    outputs = bench_gateway.Outputs(port)
-    options = argparse.Namespace(protocol="MQTTv5", labels="data", warmup=args.warmup,
-                                 kind=args.kind)
-    bench = bench_gateway.Bench(options, work, port, outputs, broker)
-    gc.disable()
     best = {"gateway": float("inf"), "relay": float("inf")}
-    try:
+    with bench_gateway.bench_on_broker("bench-relay-ratio-", args.kind, args.warmup) as bench:
         gateway = bench.start_gateway("bench", *args.set)
         bench.warm_up("w")
         relay = bench.start_relay()
@@ -67,12 +57,6 @@ def main(argv: list[str] | None = None) -> int:
             cpu = bench.relay_throughput(run, args.count, relay)["cpu_us"]["relay"]
             best["relay"] = min(best["relay"], cpu)
             print(f"run {run + 1} relay:   {cpu:.2f} µs/message", flush=True)
-    finally:
-        for process in bench.processes:
-            bench.stop(process)
-        outputs.close()
-        broker.terminate()
-        broker.wait(10)
     print(f"learner {args.kind}; {' '.join(args.set) or 'default settings'}; best of {args.repeat}: gateway {best['gateway']:.2f} "
           f"µs/message, relay {best['relay']:.2f}; ratio gateway/relay "
           f"{best['gateway'] / best['relay']:.3f}")
@@ -82,17 +66,9 @@ def main(argv: list[str] | None = None) -> int:
 def _versus(args: argparse.Namespace) -> int:
     """Gateway A (``--set``), gateway B (``--set`` and ``--versus``) and the relay,
     run by run; each gateway started and warmed up afresh for its run."""
-    work = pathlib.Path(tempfile.mkdtemp(prefix="bench-relay-versus-"))
-    port = bench_gateway._free_port()
-    broker = bench_gateway.start_mosquitto(work, port)
-    outputs = bench_gateway.Outputs(port)
-    options = argparse.Namespace(protocol="MQTTv5", labels="data", warmup=args.warmup,
-                                 kind=args.kind)
-    bench = bench_gateway.Bench(options, work, port, outputs, broker)
     sides = {"A": list(args.set), "B": [*args.set, *args.versus]}
     best = {"A": float("inf"), "B": float("inf"), "relay": float("inf")}
-    gc.disable()
-    try:
+    with bench_gateway.bench_on_broker("bench-relay-versus-", args.kind, args.warmup) as bench:
         relay = bench.start_relay()
         bench.warm_up("rw", (bench_gateway.RELAY_DATA,))
         for run in range(args.repeat):
@@ -106,12 +82,6 @@ def _versus(args: argparse.Namespace) -> int:
             cpu = bench.relay_throughput(run, args.count, relay)["cpu_us"]["relay"]
             best["relay"] = min(best["relay"], cpu)
             print(f"run {run + 1} relay:     {cpu:.2f} µs/message", flush=True)
-    finally:
-        for process in bench.processes:
-            bench.stop(process)
-        outputs.close()
-        broker.terminate()
-        broker.wait(10)
     print(f"learner {args.kind}; A: {' '.join(sides['A']) or 'default settings'}; "
           f"B: A with {' '.join(args.versus)}; best of {args.repeat}: A {best['A']:.2f}, "
           f"B {best['B']:.2f}, relay {best['relay']:.2f} µs/message; ratio B/A "

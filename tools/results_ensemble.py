@@ -118,8 +118,6 @@ def make_model(model: str, n_classes: int, seed: int):
 
 def run_one(stream: str, model_id: str, n: int, seed: int) -> dict:
     """Test-then-train over one stream; per-chunk accuracies and seconds."""
-    from edgelearn import OnlineEnsemble
-
     X, y = make_stream(stream, n, seed)
     n_classes = int(y.max()) + 1
     names = [f"x{j}" for j in range(X.shape[1])]
