@@ -17,13 +17,14 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import paho.mqtt.client as paho
 import pytest
 
 __all__ = ["free_port", "free_ports", "wait_until", "installed", "Broker", "NatsCluster",
-           "broker", "cluster"]
+           "Listener", "broker", "cluster"]
 
 
 def free_ports(n: int) -> list[int]:
@@ -73,6 +74,31 @@ def _accepting(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+class Listener:
+    """A paho MQTTv5 client on ``port`` subscribed at QoS 1 to ``filters``; it hands
+    each message's topic and payload to ``on_message`` on paho's thread. The
+    constructor returns once the broker has acknowledged the subscription, so nothing
+    published after it is missed (a fixed sleep was a guess)."""
+
+    def __init__(self, port: int, filters, on_message, client_id: str = ""):
+        subscribed = threading.Event()
+        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=client_id,
+                                  protocol=paho.MQTTv5)
+        self.client.on_message = lambda client, userdata, message: on_message(
+            message.topic, message.payload)
+        self.client.on_connect = lambda client, *a: client.subscribe([(f, 1) for f in filters])
+        self.client.on_subscribe = lambda *a: subscribed.set()
+        self.client.connect("127.0.0.1", port)
+        self.client.loop_start()
+        if not subscribed.wait(30):
+            self.close()
+            raise AssertionError(f"no SUBACK for {list(filters)} from the broker on {port}")
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
 
 
 class Broker:

@@ -28,7 +28,7 @@ import pytest
 
 from firmware_bridge.wire import encode_data, encode_label
 
-from brokers import wait_until
+from brokers import Listener, wait_until
 from test_gateway_broker import (  # noqa: F401  (fixtures)
     TOPICS,
     gateways,
@@ -47,26 +47,16 @@ SENSOR_PER_SECOND = 50.0
 STREAM = "s1"
 
 
-class _Latencies:
+class _Latencies(Listener):
     """Predictions of ``STREAM``: seq -> seconds from the reading's publication."""
 
     def __init__(self, port: int):
         self.latency: dict[int, float] = {}
-        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="latency",
-                                  protocol=paho.MQTTv5)
-        self.client.on_message = self._on_message
-        self.client.on_connect = lambda c, *a: c.subscribe(TOPICS.prediction(STREAM), 1)
-        self.client.connect("127.0.0.1", port)
-        self.client.loop_start()
-        time.sleep(0.3)
+        super().__init__(port, [TOPICS.prediction(STREAM)], self._on_message, "latency")
 
-    def _on_message(self, client, userdata, message):
-        body = msgpack.unpackb(message.payload)
+    def _on_message(self, topic: str, payload: bytes) -> None:
+        body = msgpack.unpackb(payload)
         self.latency[body["seq"]] = time.time() - body["ts"]
-
-    def close(self):
-        self.client.disconnect()
-        self.client.loop_stop()
 
 
 def _sensor(port: int, count: int, sent: list) -> None:

@@ -18,12 +18,12 @@ import os
 import signal
 import time
 
-import paho.mqtt.client as paho
+import msgpack
 import pytest
 
 from firmware_bridge.wire import encode_data, encode_label
 
-from brokers import broker, wait_until  # noqa: F401  (broker: a fixture)
+from brokers import Listener, broker, wait_until  # noqa: F401  (broker: a fixture)
 from test_gateway_broker import (  # noqa: F401  (fixtures)
     TOPICS,
     gateways,
@@ -45,32 +45,19 @@ def _y(seq: int) -> bool:
     return bool(seq % 2)
 
 
-class _Scores:
+class _Scores(Listener):
     """Every prediction of ``STREAM``: seq -> score, and the order they came in."""
 
     def __init__(self, port: int):
-        import msgpack
-
         self.score: dict[int, float] = {}
         self.order: list[int] = []
-        self._unpack = msgpack.unpackb
-        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="scores",
-                                  protocol=paho.MQTTv5)
-        self.client.on_message = self._on_message
-        self.client.on_connect = lambda c, *a: c.subscribe(TOPICS.prediction(STREAM), 1)
-        self.client.connect("127.0.0.1", port)
-        self.client.loop_start()
-        time.sleep(0.3)
+        super().__init__(port, [TOPICS.prediction(STREAM)], self._on_message, "scores")
 
-    def _on_message(self, client, userdata, message):
-        body = self._unpack(message.payload)
+    def _on_message(self, topic: str, payload: bytes) -> None:
+        body = msgpack.unpackb(payload)
         if body["seq"] not in self.score:  # in the order they first came
             self.order.append(body["seq"])
         self.score[body["seq"]] = float(body["score"])
-
-    def close(self):
-        self.client.disconnect()
-        self.client.loop_stop()
 
 
 def test_a_backlog_after_a_stall_is_predicted_with_the_answers_learned_early(

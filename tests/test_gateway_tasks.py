@@ -19,9 +19,8 @@ import threading
 import time
 
 import msgpack
-import paho.mqtt.client as paho
 import pytest
-from brokers import broker, wait_until  # noqa: F401  (broker: a fixture)
+from brokers import Listener, broker, wait_until  # noqa: F401  (broker: a fixture)
 from test_gateway_broker import GATEWAY_ID, gateways, observer_factory  # noqa: F401  (fixtures)
 
 import edgelearn
@@ -34,24 +33,19 @@ TOPICS = Topics()
 ONLINE_TIMEOUT = 180
 
 
-class Outputs:
+class Outputs(Listener):
     """Every prediction and label request the gateway publishes, body and all."""
 
     def __init__(self, port: int):
         self.predictions: dict[tuple[str, int], dict] = {}
         self.requests: list[tuple[str, dict]] = []
         self._lock = threading.Lock()
-        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5)
-        self.client.on_message = self._on_message
-        filters = (TOPICS.filter("prediction"), TOPICS.filter("label_request"))
-        self.client.on_connect = lambda c, *a: c.subscribe([(f, 1) for f in filters])
-        self.client.connect("127.0.0.1", port)
-        self.client.loop_start()
-        time.sleep(0.3)  # subscribed before anything is published
+        super().__init__(port, [TOPICS.filter("prediction"), TOPICS.filter("label_request")],
+                         self._on_message)
 
-    def _on_message(self, client, userdata, message):
-        kind, stream = TOPICS.parse(message.topic)
-        body = msgpack.unpackb(message.payload)
+    def _on_message(self, topic: str, payload: bytes) -> None:
+        kind, stream = TOPICS.parse(topic)
+        body = msgpack.unpackb(payload)
         with self._lock:
             if kind == "prediction":
                 for prediction in body.get("predictions", [body]):
@@ -67,10 +61,6 @@ class Outputs:
     def requests_of(self, stream: str) -> list[dict]:
         with self._lock:
             return [body for name, body in self.requests if name == stream]
-
-    def close(self):
-        self.client.disconnect()
-        self.client.loop_stop()
 
 
 @pytest.fixture
