@@ -16,7 +16,6 @@ import collections
 import math
 import random
 import threading
-import time
 
 import msgpack
 import pytest
