@@ -33,6 +33,18 @@ def test_every_built_in_kind_loads_its_class_with_its_declarations():
         assert task in edgelearn.KINDS[kind].tasks
 
 
+def test_kinds_that_can_a_capability_are_the_classes_that_declare_it_and_the_fleet_doc_names_them():
+    merging = registry.kinds_that_can("merge")
+    assert merging == [name for name in registry.BUILTIN
+                       if "merge" in edgelearn.KINDS[name].capabilities]
+    assert "active_arow" in merging and "synthesis_nb" not in merging
+    # [fleet]'s documentation lists them by hand (it is written at import time).
+    from firmware_bridge.service.sinks.fleet import SECTION
+
+    listed = re.search(r"\(([a-z_, ]+)\)\.\s*$", SECTION.doc.strip()).group(1)
+    assert listed.split(", ") == merging
+
+
 def test_a_declaration_of_an_unknown_task_or_capability_is_refused_when_the_class_is_made():
     with pytest.raises(TypeError, match="unknown tasks \\['forecast'\\]"):
         type("Bad", (edgelearn.PA,), {"tasks": frozenset({"forecast"})})

@@ -41,7 +41,7 @@ from ..constraints import Constraint
 __all__ = [
     "BUILTIN", "DEFAULT_KIND", "ENTRY_POINT_GROUP", "RIVER_PREFIX", "TASK_DEFAULTS", "Kind",
     "KindClasses", "LearnerKind", "learner_class", "rescan",
-    "default_kind", "kinds", "load", "resolve",
+    "default_kind", "kinds", "kinds_that_can", "load", "resolve",
 ]
 
 #: The built-in kinds: name -> "module:Class". One line per learner.
@@ -180,6 +180,14 @@ def learner_class(name: str) -> type:
     from .river_model import RiverModel
 
     return RiverModel
+
+
+def kinds_that_can(capability: str, plugins: bool = False) -> list[str]:
+    """The kinds whose learner class declares ``capability``
+    (``edgelearn.learners.base.CAPABILITIES``), in :data:`BUILTIN`'s order. It imports
+    every such class: for an error message or a document, not a hot path."""
+    return [name for name in kinds(plugins)
+            if capability in getattr(learner_class(name), "capabilities", ())]
 
 
 def default_kind(task: str | None = None) -> str:

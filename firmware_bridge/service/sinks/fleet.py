@@ -36,7 +36,7 @@ import time
 from typing import Any
 
 from edgelearn.constraints import Boolean, Interval, Text
-from edgelearn.learners.registry import learner_class
+from edgelearn.learners.registry import kinds_that_can, learner_class
 from edgelearn.state import CheckpointError, load_checkpoint, save_checkpoint
 
 from ..settings import ID_TEXT, Section, Setting
@@ -98,8 +98,9 @@ class FleetSink(Sink):
         pipeline = host.pipeline
         self.kind = learner_class(pipeline.learner_kind)
         if not pipeline.learner_can("merge"):
-            raise ValueError("[fleet] enabled needs a learner that can merge (active_arow, paacds, pa, "
-                             f"arow_regressor). Got {self.kind.__name__}.")
+            raise ValueError("[fleet] enabled needs a learner that can merge "
+                             f"({', '.join(kinds_that_can('merge'))}). "
+                             f"Got {self.kind.__name__}.")
         # A learner with the gateway's parameters, to tell what a sender could have learned.
         self.bounds = make_learner(pipeline.learner_kind, pipeline.learner_params)
         self.group_name = settings["group"]
