@@ -43,13 +43,18 @@ def decoding_flow(broker_port: int, json_outputs: bool = False) -> list[dict]:
     return flow
 
 
-def by_seq(predictions: list[dict]) -> dict[int, dict]:
-    """Predictions by seq. QoS 1 is at least once: a message the broker or a client
-    sends again after a reconnect (seen under a loaded machine's timeouts) arrives
-    twice, and must then be the same copy."""
-    found: dict[int, dict] = {}
+def distinct_by_seq(predictions: list[dict]) -> dict[int, list[dict]]:
+    """Each seq's distinct predictions, in the order they came. QoS 1 is at least
+    once, twice over: a prediction message sent again (after a client's reconnect) is
+    an equal copy, kept once; a reading the broker delivers to the gateway again after
+    the gateway's own reconnect (seen once under a loaded machine) is predicted again,
+    by a model that has learned since, and counted in ``seq_duplicates``: a second,
+    different prediction of that seq, which Node-RED must decode too."""
+    found: dict[int, list[dict]] = {}
     for prediction in predictions:
-        assert found.setdefault(prediction["seq"], prediction) == prediction, prediction
+        copies = found.setdefault(prediction["seq"], [])
+        if prediction not in copies:
+            copies.append(prediction)
     return found
 
 
@@ -87,19 +92,26 @@ def test_a_node_red_flow_decodes_every_prediction(broker, tmp_path, json_outputs
             mqtt.client.publish("sensors/office/data", msgpack.packb({"readings": batch}), qos=1)
             # Counted by seq, not by message: a QoS 1 copy sent again is a 50th message.
             try:
-                wait_until(lambda: len(by_seq(flatten(decoded.get("office", [])))) == 51, 120,
-                           "Node-RED's decoded predictions of seq 0-50 (48 single, 1 batch)")
+                wait_until(lambda: len(distinct_by_seq(flatten(decoded.get("office", [])))) == 51,
+                           120, "Node-RED's decoded predictions of seq 0-50 (48 single, 1 batch)")
             except AssertionError as timeout:
                 bodies = decoded.get("office", [])
                 raise AssertionError(f"{timeout}: {len(bodies)} messages came, seqs "
-                                     f"{sorted(by_seq(flatten(bodies)))}") from None
-        ours = mqtt.wait_predicted("office", 51)
-        theirs = flatten(decoded["office"])
-        assert by_seq(theirs) == by_seq(ours)
-        assert set(by_seq(theirs)) == set(range(51))
+                                     f"{sorted(distinct_by_seq(flatten(bodies)))}") from None
+        mqtt.wait_predicted("office", 51)
+        ours = lambda: distinct_by_seq(mqtt.predictions["office"])  # noqa: E731
+        theirs = lambda: distinct_by_seq(flatten(decoded["office"]))  # noqa: E731
+        # Every distinct prediction the gateway published, and nothing else, came out
+        # of Node-RED decoded (waited for: either side may be a message behind).
+        wait_until(lambda: theirs() == ours(), 30, "Node-RED's predictions equal to ours")
+        assert set(theirs()) == set(range(51))
+        again = sum(len(copies) - 1 for copies in ours().values())
+        if again:  # readings predicted twice were redelivered, and counted so
+            wait_until(lambda: (mqtt.status() or {}).get("counters", {}).get("seq_duplicates", 0)
+                       >= again, 30, f"seq_duplicates >= {again}\n{gateway.log_text()[-3000:]}")
         # JSON (JavaScript) numbers have no int/float split: a score of 0.0 comes out 0.
         assert all(isinstance(p["y"], bool) and isinstance(p["score"], (int, float))
-                   for p in theirs)
+                   for p in flatten(decoded["office"]))
         assert "Bad decode" not in node_red.log.read_text(errors="replace")
     finally:
         mqtt.close()
