@@ -59,7 +59,9 @@ Variants (keys of the JSON object; any of ActiveAROW's parameters may be given t
   of the asked labels of class ``c`` (``sum / (n_c + ncm_k)``): a nearest-class-
   mean score, a generative model that needs fewer labels per class (Ng & Jordan,
   NIPS 2001; Mensink et al., "Distance-based image classification", TPAMI 2013);
-  the query still reads AROW's own margin;
+  the query still reads AROW's own margin.  ``ncm`` 0.3 with ``ncm_k`` 0 is what
+  ActiveAROW's ``class_mean_weight`` (default 0.3) does, so the variants run on
+  top of the learner as it was before it (``"class_mean_weight": 0.0``);
 * ``prior_shift``: after that many labels, the binary prediction's odds
   ``Phi(m / sqrt(1 + v))`` are moved from the asked labels' class share to the
   stream's, estimated with weights ``1 / max(p, target)`` (Saerens et al.,
