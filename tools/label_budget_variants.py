@@ -363,6 +363,7 @@ class Variant(Base):
             self._ncm_n[c] += 1.0
         if v.get("mc_cs") and not self.binary and len(self.targets.labels) > 1:
             self._learn_two_rows(slots, z, self.targets.index(y))
+            self._count_class_mean(slots, z, self.targets.index(y))
             return
         if "mode" in v:
             fs, fz = self._features(slots, z)
@@ -376,6 +377,7 @@ class Variant(Base):
                 K.start_row(c, self.W, self.b)
             for row in range(n_known):
                 self._learn_row(fs, fz, 1.0 if row == c else -1.0, row, v["mode"])
+            self._count_class_mean(slots, z, c)
             return
         if "replay" in v:
             self._replay_then_keep(slots, z)
@@ -383,6 +385,11 @@ class Variant(Base):
         if "replay" in v:
             j = (self._buf_n - 1) % len(self._buf_k)
             self._buf_y[j] = self.targets.sign(y) if self.binary else self.targets.index(y)
+
+    def _count_class_mean(self, slots, z, c):
+        # the learner's class means (class_mean_weight), as its own learn counts them
+        fs, fz = self._features(slots, z)
+        K.count_class_mean(fs, fz, len(fs), self.capacity, c, self.class_sums, self.class_counts)
 
     def _learn_two_rows(self, slots, z, c):
         """Multi-class AROW with one constraint (Crammer, Dredze & Kulesza, EMNLP 2009):
