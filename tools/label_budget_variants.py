@@ -491,9 +491,15 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time, in processes (default: 1)")
     parser.add_argument("--cache", default=".cache/label-budget-variants.json",
                         help="JSON file of finished runs (default: %(default)s); '' for none")
+    parser.add_argument("--seeds", default=None,
+                        help="comma-separated tuning seeds (default: results_label_budget's 1000,1001,1002; "
+                             "never the reported 0-9)")
     args = parser.parse_args(argv)
     variants = [{} if v == "base" else json.loads(v) for v in args.variants]
-    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None)
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    if seeds and min(seeds) < 1000:
+        parser.error(f"--seeds must be tuning seeds (1000 or more): the pages report seeds 0-9; got {args.seeds}")
+    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None, seeds=seeds)
     for name, rows in table.items():
         cells = [f"{p} {family}: accuracy {acc:.1f} ({dacc:+.1f}), F1 {f1:.1f} ({df1:+.1f}), labels {rate:.1f}%"
                  for (p, family), (acc, f1, dacc, df1, rate) in rows.items()]
