@@ -317,12 +317,7 @@ class Variant(Base):
                 return
         beta = 1.0 / (var + r)
         alpha = loss * beta
-        sz = S[row, fs] * fz
-        W[row, fs] += alpha * y * sz
-        S[row, fs] = np.maximum(S[row, fs] - beta * sz * sz, floor)
-        if Sb[row] > 0.0:
-            b[row] += alpha * y * Sb[row]
-            Sb[row] = max(Sb[row] - beta * Sb[row] * Sb[row], floor)
+        self._step(row, fs, fz, y, alpha, beta)
         if extra is not None:
             sf = extra[2][0] * extra[0]
             extra[1][0] += alpha * y * sf
@@ -395,7 +390,7 @@ class Variant(Base):
         """Multi-class AROW with one constraint (Crammer, Dredze & Kulesza, EMNLP 2009):
         the true row against the best other known row, on their gap."""
         n_known = len(self.targets.labels)
-        W, S, b, Sb, floor = self.W, self.S, self.b, self.Sb, self._floor
+        W, S, b, Sb = self.W, self.S, self.b, self.Sb
         if c > 0 and c == n_known - 1 and K.fresh_row(c, W, b):
             K.start_row(c, W, b)
         fs, fz = self._features(slots, z)
@@ -411,13 +406,18 @@ class Variant(Base):
         var = float(S[c, fs] @ (fz * fz)) + Sb[c] + float(S[o, fs] @ (fz * fz)) + Sb[o]
         beta = 1.0 / (var + self._r)
         alpha = loss * beta
-        for row, sign in ((c, 1.0), (o, -1.0)):
-            sz = S[row, fs] * fz
-            W[row, fs] += alpha * sign * sz
-            S[row, fs] = np.maximum(S[row, fs] - beta * sz * sz, floor)
-            if Sb[row] > 0.0:
-                b[row] += alpha * sign * Sb[row]
-                Sb[row] = max(Sb[row] - beta * Sb[row] * Sb[row], floor)
+        self._step(c, fs, fz, 1.0, alpha, beta)
+        self._step(o, fs, fz, -1.0, alpha, beta)
+
+    def _step(self, row, fs, fz, y, alpha, beta):
+        """AROW's move of ``row`` toward label ``y`` (+1 or -1), its variances narrowed."""
+        W, S, b, Sb, floor = self.W, self.S, self.b, self.Sb, self._floor
+        sz = S[row, fs] * fz
+        W[row, fs] += alpha * y * sz
+        S[row, fs] = np.maximum(S[row, fs] - beta * sz * sz, floor)
+        if Sb[row] > 0.0:
+            b[row] += alpha * y * Sb[row]
+            Sb[row] = max(Sb[row] - beta * Sb[row] * Sb[row], floor)
 
     def _replay_then_keep(self, slots, z):
         v = self._variant
