@@ -308,7 +308,8 @@ def arow_multiclass_log_loop(
         margin, u = ak.confidence(out_m, out_v, n_known, False)
         best = -1
         if n_known > 0 and class_mean_weight != 0.0:
-            ak.add_class_means(feature_slots, feature_z, n_features, capacity, class_sums, class_counts,
+            # the first k features are the channels' own (expand): the class means read no bin
+            ak.add_class_means(feature_slots, feature_z, k, capacity, class_sums, class_counts,
                                n_known, class_mean_weight, out_m)
             best, runner = ak.best_two(out_m, n_known)
             margin = out_m[best] - out_m[runner] if runner >= 0 else out_m[best]

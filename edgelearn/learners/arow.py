@@ -421,8 +421,9 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
             return -1, margin
         if self.class_mean_weight:
             # the query keeps AROW's own normalized margin; the prediction adds the class means
-            K.add_class_means(slots, z, len(slots), self.capacity, self.class_sums, self.class_counts, n_known,
-                              float(self.class_mean_weight), self._m)
+            # the first features are the channels' own (K.expand): the class means read no bin
+            K.add_class_means(slots, z, len(slots) // (1 + self.n_bins), self.capacity, self.class_sums,
+                              self.class_counts, n_known, float(self.class_mean_weight), self._m)
             best, runner = K.best_two(self._m, n_known)
             return best, (self._m[best] - self._m[runner] if runner >= 0 else self._m[best])
         best, _ = K.best_two(self._m, n_known)
