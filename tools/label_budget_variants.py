@@ -59,7 +59,8 @@ Variants (keys of the JSON object; any of ActiveAROW's parameters may be given t
   of the asked labels of class ``c`` (``sum / (n_c + ncm_k)``): a nearest-class-
   mean score, a generative model that needs fewer labels per class (Ng & Jordan,
   NIPS 2001; Mensink et al., "Distance-based image classification", TPAMI 2013);
-  the query still reads AROW's own margin.  ``ncm`` 0.3 with ``ncm_k`` 0 is what
+  the query still reads AROW's own margin.  Binary: the margin plus ``ncm (g_+ - g_-)``
+  once both classes have a label.  ``ncm`` 0.3 with ``ncm_k`` 0 is what
   ActiveAROW's ``class_mean_weight`` (default 0.3) does, so the variants run on
   top of the learner as it was before it (``"class_mean_weight": 0.0``);
 * ``prior_shift``: after that many labels, the binary prediction's odds
@@ -170,6 +171,16 @@ class Variant(Base):
 
     def _score_variant(self, slots, z):
         v = self._variant
+        if "ncm" in v and self.binary:
+            code, margin = super()._score(slots, z)
+            if min(self._ncm_n[:2]) == 0:
+                return code, margin
+            ok = slots >= 0
+            s, x = slots[ok], z[ok]
+            mu = self._ncm_s[:2][:, s] / (self._ncm_n[:2, None] + float(v.get("ncm_k", 1.0)))
+            g = (mu @ x - 0.5 * np.sum(mu * mu, axis=1)) / math.sqrt(max(len(s), 1))
+            margin = margin + float(v["ncm"]) * float(g[1] - g[0])
+            return margin > 0.0, margin
         if "ncm" in v and not self.binary:
             code, margin = super()._score(slots, z)
             n_known = len(self.targets.labels)
@@ -351,9 +362,9 @@ class Variant(Base):
             self._nb_s[c, slots[ok]] += z[ok]
             self._nb_q[c, slots[ok]] += z[ok] ** 2
             return
-        if "ncm" in v and not self.binary:
+        if "ncm" in v:
             ok = slots >= 0
-            c = self.targets.index(y)
+            c = (1 if self.targets.sign(y) > 0 else 0) if self.binary else self.targets.index(y)
             self._ncm_s[c, slots[ok]] += z[ok]
             self._ncm_n[c] += 1.0
         if v.get("mc_cs") and not self.binary and len(self.targets.labels) > 1:
