@@ -1021,6 +1021,33 @@ def arow_learn_multiclass(slots, z, c, n_known, model, r, floor=0.0):
     return model, changed
 
 
+def arow_add_class_means(slots, z, capacity, sums, counts, n_known, weight, m):
+    """Each known class's margin plus ``weight`` times its nearest-class-mean score over
+    the present channels (slots in [0, capacity)): ``(mu . z - |mu|^2 / 2) /
+    sqrt(present)``, ``mu = sums / count`` (nothing for a class with no label)."""
+    m = [float(x) for x in m]
+    present = [(int(s), float(v)) for s, v in zip(slots, z) if 0 <= s < capacity]
+    if weight == 0.0 or not present:
+        return m
+    for c in range(n_known):
+        if counts[c] <= 0.0:
+            continue
+        mu = {s: sums[c][s] / counts[c] for s, _ in present}
+        score = sum(mu[s] * v for s, v in present) - 0.5 * sum(mu[s] ** 2 for s, _ in present)
+        m[c] += weight / math.sqrt(len(present)) * score
+    return m
+
+
+def arow_count_class_mean(slots, z, capacity, c, sums, counts):
+    """Class ``c``'s sums and count after one more label of it."""
+    sums, counts = [list(row) for row in sums], list(counts)
+    for s, v in zip(slots, z):
+        if 0 <= s < capacity:
+            sums[c][int(s)] += float(v)
+    counts[c] += 1.0
+    return sums, counts
+
+
 def arow_confidence(m, v, n_known, binary):
     """``(margin, |margin| / sd)`` of a decision: binary, row 0; multiclass,
     the best known row against the runner-up (or alone), variances added."""

@@ -137,6 +137,77 @@ def test_a_new_class_starts_from_the_known_rows_mean(seed):
     assert_model(again, expected_again)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_class_means_match(seed):
+    rng = np.random.default_rng([18, seed])
+    rows, capacity = 4, 9
+    sums = rng.normal(size=(rows, capacity))
+    counts = rng.integers(0, 4, size=rows).astype(np.float64)
+    # features as expand gives them: channel slots (one unknown: -1), then bin slots >= capacity
+    slots, z = instance(rng, capacity, int(rng.integers(0, 7)), unknown=seed % 3 == 0)
+    slots = np.r_[slots, capacity + rng.integers(0, 20, size=3)].astype(np.int32)
+    z = np.r_[z, rng.normal(size=3)]
+    n_known = int(rng.integers(1, rows + 1))
+    weight = [0.0, 0.3, 2.0][seed % 3]
+    m = rng.normal(size=rows)
+    got = m.copy()
+    K.add_class_means(slots, z, len(slots), capacity, sums, counts, n_known, weight, got)
+    expected = naive.arow_add_class_means(slots, z, capacity, sums, counts, n_known, weight, m)
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=1e-15)
+    if weight and any(0 <= s < capacity for s in slots) and counts[:n_known].any():
+        assert not np.array_equal(got, m)  # the class means moved a known row
+    c = int(rng.integers(0, n_known))
+    got_sums, got_counts = sums.copy(), counts.copy()
+    K.count_class_mean(slots, z, len(slots), capacity, c, got_sums, got_counts)
+    expected_sums, expected_counts = naive.arow_count_class_mean(slots, z, capacity, c, sums, counts)
+    np.testing.assert_allclose(got_sums, expected_sums, rtol=RTOL, atol=1e-15)
+    np.testing.assert_array_equal(got_counts, expected_counts)
+
+
+def test_class_means_are_the_tuned_variant_and_off_is_the_former_learner():
+    """The learner's class means (``class_mean_weight``) predict as the variant that
+    measured them (``tools/label_budget_variants.py``'s ``ncm`` with ``ncm_k = 0``),
+    and ``class_mean_weight=0`` is one-vs-rest AROW alone."""
+    from results_pages import load_tool
+
+    from edgelearn.evaluate import prequential
+
+    tool = load_tool("label_budget_variants")
+    rng = random.Random(4)
+    stream = []
+    for _ in range(1500):
+        a, b, c = rng.gauss(0, 1), rng.gauss(0, 1), rng.gauss(0, 1)
+        x = {"a": a, "b": b, "c": c} if rng.random() > 0.3 else {"b": b, "c": c}
+        stream.append((x, int(a > 0) + int(b > 0.5) + (1 if c > 1 else 0)))
+    params = dict(target_query_rate=0.1, seed=5, n_classes=4, capacity=8)
+    wired = prequential(ActiveAROW(class_mean_weight=0.3, **params), stream)
+    measured = prequential(tool.Variant({"class_mean_weight": 0.0, "ncm": 0.3, "ncm_k": 0.0}, **params), stream)
+    off = prequential(ActiveAROW(class_mean_weight=0.0, **params), stream)
+    assert np.array_equal(wired.predictions, measured.predictions)
+    assert np.array_equal(wired.asked, measured.asked)
+    assert np.array_equal(wired.asked, off.asked)  # the query reads AROW's margin alone
+    assert not np.array_equal(wired.predictions, off.predictions)
+
+
+def test_a_state_saved_before_class_means_predicts_as_it_did():
+    model = ActiveAROW(n_classes=3, target_query_rate=0.5, seed=2, capacity=4)
+    rng = random.Random(6)
+    for _ in range(200):
+        x = {"a": rng.gauss(0, 1), "b": rng.gauss(0, 1)}
+        d = model.decide_one(x)
+        if d.ask:
+            model.learn(d.slots, d.z, int(x["a"] > 0) + int(x["b"] > 0))
+    old = model.to_state()
+    del old["params"]["class_mean_weight"]
+    del old["learned"]["class_sums"], old["learned"]["class_counts"]
+    loaded = ActiveAROW.from_state(old)
+    assert loaded.class_mean_weight == 0.0
+    off = ActiveAROW.from_state({**model.to_state(), "params": {**model.to_state()["params"], "class_mean_weight": 0.0}})
+    for _ in range(50):
+        x = {"a": rng.gauss(0, 1), "b": rng.gauss(0, 1)}
+        assert loaded.predict_one(x) == off.predict_one(x)
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_confidence_matches(seed):
     rng = np.random.default_rng([16, seed])
@@ -336,8 +407,9 @@ def test_memory_bytes_is_the_documented_bound_and_fixed(n_classes, capacity, n_b
     labels = 64 * n_classes
     bins = model.n_bins
     features = capacity * (1 + bins)
+    class_means = 0 if n_classes == 2 else 8 * n_classes * (capacity + 1)
     bound = (16 * rows * (features + 2) + 24 + 8 * capacity * bins + 8 * max(bins - 1, 0) + 12 * features + labels
-             + model.channels.memory_bytes())
+             + class_means + model.channels.memory_bytes())
     assert model.memory_bytes() == bound
     for i, (x, y) in enumerate(linear_stream(3000, 1)):
         x[f"extra-{i % 500}"] = 1.0

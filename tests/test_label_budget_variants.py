@@ -55,3 +55,14 @@ def test_tiny_measurement_beside_river(tmp_path):
         for acc, f1, dacc, df1, rate in rows.values():
             assert 0 < acc <= 100 and 0 <= f1 <= 100 and -100 < dacc < 100
             assert 5 < rate <= 10.5  # the 10% budget held on a 267- and a 366-reading stream
+
+
+def test_seeds_must_be_tuning_seeds(capsys):
+    tool = load_tool("label_budget_variants")
+    try:
+        tool.main(["base", "--seeds", "3,1000", "--cache", ""])
+    except SystemExit as stop:
+        assert stop.code == 2
+    else:
+        raise AssertionError("a reported seed was accepted")
+    assert "--seeds must be tuning seeds (1000 or more)" in capsys.readouterr().err

@@ -38,6 +38,31 @@ Variants (keys of the JSON object; any of ActiveAROW's parameters may be given t
   the labels learned of the predicted class and ``mean n`` over the known classes,
   so a reading predicted to be of a class with few labels is asked for more
   (macro F1 counts a rare class as much as a common one);
+* ``pairs`` (hashed slots), ``pair_top``, ``pair_clip``, ``extra_prior``: a
+  second-order term within a memory bound: the products ``z_i z_j`` (clipped at
+  ``pair_clip``) of every pair among the ``pair_top`` present channels with the
+  largest ``|W|`` (the most informative so far), hashed into ``pairs`` extra
+  weights of prior variance ``extra_prior``;
+* ``pca`` (components), ``pca_every``, ``pca_shrink``, ``pca_start``,
+  ``pca_scale``, ``extra_prior``: a low-rank term learned from every reading,
+  labelled or not: the channels' pairwise covariance (over the readings where
+  both are present) is decomposed every ``pca_every`` readings, and the
+  projections of the present channels on its top ``pca`` eigenvectors, each
+  over its eigenvalue's square root, are extra features (a prior wider along the
+  data's main directions: the semi-supervised cluster assumption);
+* ``mc_cs``: multiclass learning on one constraint, the true row against the
+  best-scoring other row, on their gap (Crammer, Dredze & Kulesza, "Multi-class
+  confidence weighted algorithms", EMNLP 2009) instead of one-vs-rest;
+* ``ncm`` (weight), ``ncm_k`` (pseudo-readings at 0): multiclass prediction by
+  ``m_c + ncm * g_c``, ``g_c = (mu_c . z - |mu_c|^2 / 2) / sqrt(channels
+  present)`` over the present channels, ``mu_c`` the mean standardized channels
+  of the asked labels of class ``c`` (``sum / (n_c + ncm_k)``): a nearest-class-
+  mean score, a generative model that needs fewer labels per class (Ng & Jordan,
+  NIPS 2001; Mensink et al., "Distance-based image classification", TPAMI 2013);
+  the query still reads AROW's own margin.  Binary: the margin plus ``ncm (g_+ - g_-)``
+  once both classes have a label.  ``ncm`` 0.3 with ``ncm_k`` 0 is what
+  ActiveAROW's ``class_mean_weight`` (default 0.3) does, so the variants run on
+  top of the learner as it was before it (``"class_mean_weight": 0.0``);
 * ``prior_shift``: after that many labels, the binary prediction's odds
   ``Phi(m / sqrt(1 + v))`` are moved from the asked labels' class share to the
   stream's, estimated with weights ``1 / max(p, target)`` (Saerens et al.,
@@ -113,6 +138,24 @@ class Variant(Base):
             self._nb_s = np.zeros((2, self.capacity))
             self._nb_q = np.zeros((2, self.capacity))
             self._nb_W, self._nb_S = float(v.get("nb_w0", 0.0)), 1.0
+        extra = int(v["pairs"]) if "pairs" in v else int(v["pca"]) if "pca" in v else 0
+        if extra:
+            # extra columns after the channel-wise ones, for the pair or principal-component features
+            self._base_width = self.W.shape[1]
+            self.W = np.concatenate([self.W, np.zeros((self.W.shape[0], extra))], axis=1)
+            self.S = np.concatenate([self.S, np.full((self.S.shape[0], extra), v.get("extra_prior", 1.0))], axis=1)
+            self._feature_slots = np.zeros(self.W.shape[1], dtype=np.int32)
+            self._feature_z = np.zeros(self.W.shape[1], dtype=np.float64)
+        if "pca" in v:
+            c = self.capacity
+            self._cov = np.zeros((c, c))
+            self._cov_n = np.zeros((c, c))
+            self._pc = np.zeros((int(v["pca"]), c))
+            self._pc_sd = np.ones(int(v["pca"]))
+            self._seen = 0
+        if "ncm" in v:  # class sums of the standardized channels of the asked labels, and counts
+            self._ncm_s = np.zeros((max(self.n_classes, 2), self.capacity))
+            self._ncm_n = np.zeros(max(self.n_classes, 2))
         self._shares = [0.0, 0.0, 0.0, 0.0]  # prior_shift: asked positives, negatives, and 1/p-weighted
         self._p_last = 1.0
         self._class_labels = np.zeros(max(self.n_classes, 2)) if "rare_q" in v else None
@@ -128,6 +171,30 @@ class Variant(Base):
 
     def _score_variant(self, slots, z):
         v = self._variant
+        if "ncm" in v and self.binary:
+            code, margin = super()._score(slots, z)
+            if min(self._ncm_n[:2]) == 0:
+                return code, margin
+            ok = slots >= 0
+            s, x = slots[ok], z[ok]
+            mu = self._ncm_s[:2][:, s] / (self._ncm_n[:2, None] + float(v.get("ncm_k", 1.0)))
+            g = (mu @ x - 0.5 * np.sum(mu * mu, axis=1)) / math.sqrt(max(len(s), 1))
+            margin = margin + float(v["ncm"]) * float(g[1] - g[0])
+            return margin > 0.0, margin
+        if "ncm" in v and not self.binary:
+            code, margin = super()._score(slots, z)
+            n_known = len(self.targets.labels)
+            if n_known < 2:
+                return code, margin
+            ok = slots >= 0
+            s, x = slots[ok], z[ok]
+            k0 = float(v.get("ncm_k", 1.0))
+            mu = self._ncm_s[:n_known][:, s] / (self._ncm_n[:n_known, None] + k0)
+            g = (mu @ x - 0.5 * np.sum(mu * mu, axis=1)) / math.sqrt(max(len(s), 1))
+            total = self._m[:n_known] + float(v["ncm"]) * g
+            order = np.argsort(-total, kind="stable")
+            best, runner = int(order[0]), int(order[1])
+            return best, float(total[best] - total[runner])
         if "probit_mc" in v and not self.binary:
             code, margin = super()._score(slots, z)
             n_known = len(self.targets.labels)
@@ -168,6 +235,65 @@ class Variant(Base):
         self._p_last = 1.0 / (1.0 + (self._u / self._current_threshold) ** float(self.query_power))
         return super()._ask(margin)
 
+    # -- second-order features: channel pairs, or principal components ----------
+
+    def _observe(self, slots, z):
+        super()._observe(slots, z)
+        if "pca" in self._variant:
+            ok = slots >= 0
+            s, x = slots[ok], z[ok]
+            self._cov[np.ix_(s, s)] += np.outer(x, x)
+            self._cov_n[np.ix_(s, s)] += 1.0
+            self._seen += 1
+            every = int(self._variant.get("pca_every", 25))
+            if self._seen % every == 0:
+                used = max(int(s.max()) + 1 if len(s) else 0, getattr(self, "_pc_used", 0))
+                self._pc_used = used
+                shrink = float(self._variant.get("pca_shrink", 5.0))
+                cov = self._cov[:used, :used] / (self._cov_n[:used, :used] + shrink)
+                values, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
+                k = self._pc.shape[0]
+                for j in range(min(k, used)):
+                    u = vectors[:, -1 - j]
+                    if self._pc[j, :used] @ u < 0 or (not self._pc[j].any() and u[np.argmax(np.abs(u))] < 0):
+                        u = -u
+                    self._pc[j, :] = 0.0
+                    self._pc[j, :used] = u
+                    self._pc_sd[j] = math.sqrt(max(values[-1 - j], 1e-6))
+
+    def _features(self, slots, z):
+        fs, fz = super()._features(slots, z)
+        v = self._variant
+        if "pairs" not in v and "pca" not in v:
+            return fs, fz
+        n = len(fs)
+        ok = slots >= 0
+        s, x = slots[ok], z[ok]
+        out_s, out_z = self._feature_slots, self._feature_z
+        e = 0
+        if "pairs" in v and len(s) > 1:
+            top = int(v.get("pair_top", 6))
+            importance = np.abs(self.W[:, s]).max(axis=0)
+            order = np.argsort(-importance, kind="stable")[:top]
+            hs = int(v["pairs"])
+            clip = float(v.get("pair_clip", 4.0))
+            for a in range(len(order)):
+                for b_ in range(a + 1, len(order)):
+                    i, j = int(s[order[a]]), int(s[order[b_]])
+                    i, j = min(i, j), max(i, j)
+                    out_s[n + e] = self._base_width + (i * 1000003 + j * 7919) % hs
+                    out_z[n + e] = min(max(float(x[order[a]] * x[order[b_]]), -clip), clip)
+                    e += 1
+        if "pca" in v and self._seen >= int(v.get("pca_start", 50)) and len(s):
+            for j in range(self._pc.shape[0]):
+                u = self._pc[j, s]
+                norm = math.sqrt(float(u @ u))
+                if norm > 1e-9:
+                    out_s[n + e] = self._base_width + j
+                    out_z[n + e] = float(u @ x) / norm / self._pc_sd[j] * float(v.get("pca_scale", 1.0))
+                    e += 1
+        return out_s[:n + e], out_z[:n + e]
+
     def _nb_score(self, slots, z):
         ok = slots >= 0
         s, x = slots[ok], z[ok]
@@ -202,12 +328,7 @@ class Variant(Base):
                 return
         beta = 1.0 / (var + r)
         alpha = loss * beta
-        sz = S[row, fs] * fz
-        W[row, fs] += alpha * y * sz
-        S[row, fs] = np.maximum(S[row, fs] - beta * sz * sz, floor)
-        if Sb[row] > 0.0:
-            b[row] += alpha * y * Sb[row]
-            Sb[row] = max(Sb[row] - beta * Sb[row] * Sb[row], floor)
+        self._step(row, fs, fz, y, alpha, beta)
         if extra is not None:
             sf = extra[2][0] * extra[0]
             extra[1][0] += alpha * y * sf
@@ -241,6 +362,15 @@ class Variant(Base):
             self._nb_s[c, slots[ok]] += z[ok]
             self._nb_q[c, slots[ok]] += z[ok] ** 2
             return
+        if "ncm" in v:
+            ok = slots >= 0
+            c = (1 if self.targets.sign(y) > 0 else 0) if self.binary else self.targets.index(y)
+            self._ncm_s[c, slots[ok]] += z[ok]
+            self._ncm_n[c] += 1.0
+        if v.get("mc_cs") and not self.binary and len(self.targets.labels) > 1:
+            self._learn_two_rows(slots, z, self.targets.index(y))
+            self._count_class_mean(slots, z, self.targets.index(y))
+            return
         if "mode" in v:
             fs, fz = self._features(slots, z)
             fs, fz = fs.copy(), fz.copy()
@@ -253,6 +383,7 @@ class Variant(Base):
                 K.start_row(c, self.W, self.b)
             for row in range(n_known):
                 self._learn_row(fs, fz, 1.0 if row == c else -1.0, row, v["mode"])
+            self._count_class_mean(slots, z, c)
             return
         if "replay" in v:
             self._replay_then_keep(slots, z)
@@ -260,6 +391,44 @@ class Variant(Base):
         if "replay" in v:
             j = (self._buf_n - 1) % len(self._buf_k)
             self._buf_y[j] = self.targets.sign(y) if self.binary else self.targets.index(y)
+
+    def _count_class_mean(self, slots, z, c):
+        # the learner's class means (class_mean_weight), as its own learn counts them
+        fs, fz = self._features(slots, z)
+        K.count_class_mean(fs, fz, len(fs), self.capacity, c, self.class_sums, self.class_counts)
+
+    def _learn_two_rows(self, slots, z, c):
+        """Multi-class AROW with one constraint (Crammer, Dredze & Kulesza, EMNLP 2009):
+        the true row against the best other known row, on their gap."""
+        n_known = len(self.targets.labels)
+        W, S, b, Sb = self.W, self.S, self.b, self.Sb
+        if c > 0 and c == n_known - 1 and K.fresh_row(c, W, b):
+            K.start_row(c, W, b)
+        fs, fz = self._features(slots, z)
+        ok = fs >= 0
+        fs, fz = fs[ok].copy(), fz[ok].copy()
+        m = W[:n_known, fs] @ fz + b[:n_known]
+        m[c] = -np.inf
+        o = int(np.argmax(m))
+        gap = float(W[c, fs] @ fz + b[c]) - float(W[o, fs] @ fz + b[o])
+        loss = 1.0 - gap
+        if loss <= 0.0:
+            return
+        var = float(S[c, fs] @ (fz * fz)) + Sb[c] + float(S[o, fs] @ (fz * fz)) + Sb[o]
+        beta = 1.0 / (var + self._r)
+        alpha = loss * beta
+        self._step(c, fs, fz, 1.0, alpha, beta)
+        self._step(o, fs, fz, -1.0, alpha, beta)
+
+    def _step(self, row, fs, fz, y, alpha, beta):
+        """AROW's move of ``row`` toward label ``y`` (+1 or -1), its variances narrowed."""
+        W, S, b, Sb, floor = self.W, self.S, self.b, self.Sb, self._floor
+        sz = S[row, fs] * fz
+        W[row, fs] += alpha * y * sz
+        S[row, fs] = np.maximum(S[row, fs] - beta * sz * sz, floor)
+        if Sb[row] > 0.0:
+            b[row] += alpha * y * Sb[row]
+            Sb[row] = max(Sb[row] - beta * Sb[row] * Sb[row], floor)
 
     def _replay_then_keep(self, slots, z):
         v = self._variant
@@ -333,9 +502,15 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time, in processes (default: 1)")
     parser.add_argument("--cache", default=".cache/label-budget-variants.json",
                         help="JSON file of finished runs (default: %(default)s); '' for none")
+    parser.add_argument("--seeds", default=None,
+                        help="comma-separated tuning seeds (default: results_label_budget's 1000,1001,1002; "
+                             "never the reported 0-9)")
     args = parser.parse_args(argv)
     variants = [{} if v == "base" else json.loads(v) for v in args.variants]
-    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None)
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    if seeds and min(seeds) < 1000:
+        parser.error(f"--seeds must be tuning seeds (1000 or more): the pages report seeds 0-9; got {args.seeds}")
+    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None, seeds=seeds)
     for name, rows in table.items():
         cells = [f"{p} {family}: accuracy {acc:.1f} ({dacc:+.1f}), F1 {f1:.1f} ({df1:+.1f}), labels {rate:.1f}%"
                  for (p, family), (acc, f1, dacc, df1, rate) in rows.items()]

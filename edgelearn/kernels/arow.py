@@ -186,6 +186,52 @@ def learn_multiclass(slots, z, k, c, n_known, W, S, b, Sb, r, floor):
 
 
 @jit
+def add_class_means(slots, z, k, capacity, class_sums, class_counts, n_known, weight, out_m):
+    """Add to each known row's margin ``weight`` times its nearest-class-mean score
+    ``(mu_c . z - |mu_c|^2 / 2) / sqrt(present)`` over the instance's present
+    channels (its features of slot below ``capacity``: the linear ones), ``mu_c``
+    the mean standardized value of the labels of class ``c`` learned
+    (``class_sums / class_counts``; 0 for a class never learned)."""
+    if weight == 0.0:
+        return
+    present = 0
+    for j in range(k):
+        if 0 <= slots[j] < capacity:
+            present += 1
+    if present == 0:
+        return
+    scale = weight / math.sqrt(present)
+    for c in range(n_known):
+        n = class_counts[c]
+        if n <= 0.0:
+            continue
+        g = 0.0
+        for j in range(k):
+            s = slots[j]
+            if 0 <= s < capacity:
+                mu = class_sums[c, s] / n
+                g += mu * z[j] - 0.5 * mu * mu
+        out_m[c] += scale * g
+
+
+@jit
+def count_class_mean(slots, z, k, capacity, c, class_sums, class_counts):
+    """Fold a learned label of class ``c`` into its class sums (the linear features) and count."""
+    for j in range(k):
+        s = slots[j]
+        if 0 <= s < capacity:
+            class_sums[c, s] += z[j]
+    class_counts[c] += 1.0
+
+
+@jit
+def forget_class_sums(slot, class_sums):
+    """A recycled slot's class sums start over."""
+    for c in range(class_sums.shape[0]):
+        class_sums[c, slot] = 0.0
+
+
+@jit
 def forget_slot(slot, W, S, prior_var):
     """A recycled slot starts over: mean 0, variance back to the prior."""
     for c in range(W.shape[0]):

@@ -264,15 +264,17 @@ def arow_multiclass_log_loop(
     edges, bin_freq, capacity, feature_slots, feature_z,
     W, S, b, Sb, out_m, out_v, r, floor, power, prior_var, rng_state, threshold, target, gain,
     slots, vals, pred, margin_out, asked_out, usable_out, feat_k, feat_slots, feat_z,
+    class_sums, class_counts, class_mean_weight,
 ):
     """Multiclass ActiveAROW over rows ``start..`` of X, as ``decide_one`` then
     ``learn`` run it reading by reading, with the same kernels in the same order:
     :func:`gather_row` (the model forgets recycled slots: ``arow.forget_slot``,
     ``arow.forget_bins``), ``channels.observe_standardize``, ``arow.count_bins``,
     ``arow.expand``, ``arow.scores``, ``arow.confidence`` and ``arow.best_two`` of the
-    ``n_known`` classes, ``arow.query``; then, for a label taken and learned (as in
-    :func:`paacds_multiclass_log_loop`), ``arow.learn_multiclass`` on the same
-    features. Returns ``(row, status, threshold, n)``: DONE, or NEED_CLASS at row
+    ``n_known`` classes, ``arow.query``, then (its margins moved by
+    ``arow.add_class_means``) ``arow.best_two`` again for the prediction; then, for a
+    label taken and learned (as in :func:`paacds_multiclass_log_loop`),
+    ``arow.learn_multiclass`` and ``arow.count_class_mean`` on the same features. Returns ``(row, status, threshold, n)``: DONE, or NEED_CLASS at row
     ``row`` with its ``n`` model features in ``feature_slots``/``feature_z`` (call
     again with ``start=row, resume_n=n`` and ``n_known`` counting the new class)."""
     n = X.shape[0]
@@ -280,8 +282,9 @@ def arow_multiclass_log_loop(
     evicted_before = counters[N_EVICTED]
     i = start
     if resume_n >= 0:
-        ak.learn_multiclass(feature_slots, feature_z, resume_n, code_class[int(codes[i])], n_known,
-                            W, S, b, Sb, r, floor)
+        c = code_class[int(codes[i])]
+        ak.learn_multiclass(feature_slots, feature_z, resume_n, c, n_known, W, S, b, Sb, r, floor)
+        ak.count_class_mean(feature_slots, feature_z, resume_n, capacity, c, class_sums, class_counts)
         i += 1
     while i < n:
         k = gather_row(
@@ -294,6 +297,7 @@ def arow_multiclass_log_loop(
                 if changed[slots[j]] == 2:
                     ak.forget_slot(slots[j], W, S, prior_var)
                     ak.forget_bins(slots[j], bin_freq, capacity, W, S, prior_var)
+                    ak.forget_class_sums(slots[j], class_sums)
                     changed[slots[j]] = 1
         observe_standardize(slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps,
                             z_max, True)
@@ -303,7 +307,13 @@ def arow_multiclass_log_loop(
         ak.scores(feature_slots, feature_z, n_features, W, S, b, Sb, out_m, out_v)
         margin, u = ak.confidence(out_m, out_v, n_known, False)
         best = -1
-        if n_known > 0:
+        if n_known > 0 and class_mean_weight != 0.0:
+            # the first k features are the channels' own (expand): the class means read no bin
+            ak.add_class_means(feature_slots, feature_z, k, capacity, class_sums, class_counts,
+                               n_known, class_mean_weight, out_m)
+            best, runner = ak.best_two(out_m, n_known)
+            margin = out_m[best] - out_m[runner] if runner >= 0 else out_m[best]
+        elif n_known > 0:
             best, _ = ak.best_two(out_m, n_known)
         ask, threshold = ak.query(u, threshold, power, rng_state, target, gain)
         if feat_k.shape[0] == n:
@@ -322,5 +332,7 @@ def arow_multiclass_log_loop(
                 return i, NEED_CLASS, threshold, n_features
             ak.learn_multiclass(feature_slots, feature_z, n_features, code_class[c], n_known,
                                 W, S, b, Sb, r, floor)
+            ak.count_class_mean(feature_slots, feature_z, n_features, capacity, code_class[c], class_sums,
+                                class_counts)
         i += 1
     return n, DONE, threshold, 0
