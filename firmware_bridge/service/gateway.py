@@ -194,6 +194,9 @@ class Gateway(WorkerIntake):
             admit_answer=(self.answer_limit.admit if config["labels.max_answers_per_second"]
                           else None),
         )
+        # What Gateway.publish does, bound: the MQTT outputs call it once per output
+        # (they take it at their start, when the bridge exists).
+        self.publish = self.bridge.publish
         self.registry.register("bridge", self.bridge.counters,
                                problems=_PROBLEM_BRIDGE_COUNTERS, gauges=("outgoing_pending",))
         self._stop = threading.Event()
@@ -255,7 +258,10 @@ class Gateway(WorkerIntake):
         """Pipeline.on_learn: the lesson goes to the journal before its message is
         acknowledged (before the learner takes it, or right after on the pipeline's
         one-call path; a checkpoint written here then holds it with its count)."""
-        layout = self._journal_layout(stream)
+        # _journal_layout(stream), written out: this runs once per labelled message.
+        layout = self.pipeline.layout(stream)
+        if self.checkpoints.saved_layout(stream) != layout:
+            self._save_stream(stream)
         try:
             self.journal.append(stream, n, layout, slots, z, y)
         except (OSError, TypeError, ValueError) as exc:
