@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """The gateway's CPU per single-reading message over the bare relay's, the two
-alternated run by run on one broker (``tools/bench_gateway.py`` runs all its gateway
-runs, then all its relay runs, so a change of load between the two phases moves its
-ratio). Same publisher, subscriber, settings and relay as ``tools/bench_gateway.py``'s
-throughput and relay sections; prints each run and the ratio of the bests.
+alternated run by run on one broker, as ``tools/bench_gateway.py``'s cost per message
+runs them, without the rest of its page. Same publisher, subscriber, settings and relay
+as that section; prints each run and the ratio of the bests.
 
 Example::
 
