@@ -448,6 +448,11 @@ def run_relay(config_path: str, broker: str) -> int:
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # As the gateway's start does (firmware_bridge.cli.service): what the imports made
+    # (this tool's: NumPy, the edgelearn package) out of the collector's full passes,
+    # which would otherwise walk it again and again and count in the relay's CPU.
+    gc.collect()
+    gc.freeze()
     output = msgpack.packb({"seq": 0, "ts": 0.0, "y": True, "score": 0.5, "query": False})
     inbound, unacked = bridge.inbound, []
     publish, ack, room = bridge.publish, bridge.ack, bridge.outgoing_room

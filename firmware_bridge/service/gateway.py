@@ -40,6 +40,7 @@ from .admission import StreamAdmission
 from .answers import ANSWER_QUEUE_LENGTH, AnswerRateLimit
 from .checkpoints import CheckpointStore
 from .clocks import CLOCK_STEP_S, WallClockWatch
+from .collector import freeze_long_lived
 from .refusals import DEGRADED_HOLD_S, PublishRefusals
 from .intake import WorkerIntake, taken_by_broker
 from .journal import JOURNAL_NAME, LabelJournal, replay
@@ -436,6 +437,10 @@ class Gateway(WorkerIntake):
             self._last_status = now
             self._next_status = now + self.config.status_interval_s
             self.pipeline.expire_labels()
+            frozen = freeze_long_lived()  # the kernels a stream's first messages loaded
+            if frozen:
+                logger.debug("froze %d long-lived objects (firmware_bridge.service.collector)",
+                             frozen)
             # While the outbound link is down a status would only queue up in paho (and go
             # out stale at the reconnect, ahead of predictions); the reconnect marks the
             # status changed, so a fresh one goes out then.
