@@ -1,8 +1,8 @@
 """The MQTT bridge receives messages without leaving reference cycles behind: paho
 matches each message received against its ``message_callback_add`` filters with a
-recursive closure (a cycle of about six objects per message, which the collector has
-to find: ~1.4 µs a message of collector time in the gateway); the bridge adds no
-such filters and gives its clients an empty table. On a real mosquitto."""
+recursive closure (a reference cycle per message, which the collector has to find);
+the bridge adds no such filters and gives its clients an empty table. On a real
+mosquitto."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_receiving_messages_leaves_no_reference_cycles(broker):  # noqa: F811
         finally:
             gc.set_debug(0)
             gc.garbage.clear()
-        # Before: about six objects per message received (the closure, its cells).
+        # Without the empty table: a closure and its cells per message received.
         assert len(garbage) < MESSAGES // 10, {type(o).__name__ for o in garbage}
     finally:
         bridge.disconnect()

@@ -4,12 +4,11 @@ is new.
 
 The start freezes what the imports and the set-up made (``edgelearn gateway``, in
 :mod:`firmware_bridge.cli.service`). Numba loads a learner's kernels later, at a
-stream's first messages: some 60,000 objects (types, dispatchers, functions) that
-live as long as the process too, and that every full pass walked again (about 15 ms
-each, every few thousand messages of paho's short-lived cycles: 2.6 µs per message
-of single readings, ``tools/bench_gateway.py``'s rate). :func:`freeze_long_lived`,
-called by the worker at each status time, freezes again once that many objects have
-reached the oldest generation.
+stream's first messages: tens of thousands of objects (types, dispatchers,
+functions) that live as long as the process too, and that every full pass walked
+again (``len(gc.get_objects(2))`` in a gateway that has served a stream, before and
+after). :func:`freeze_long_lived`, called by the worker at each status time, freezes
+again once that many objects have reached the oldest generation.
 
 A frozen object is still freed when its last reference goes (reference counting
 does not look at generations); only a reference cycle among frozen objects is never
@@ -24,8 +23,8 @@ import gc
 __all__ = ["LONG_LIVED_LIMIT", "freeze_long_lived"]
 
 #: Objects in the collector's oldest generation (beyond the frozen ones) past which
-#: the worker collects once and freezes them: well below a learner's kernels (some
-#: 60,000), well above what a gateway's steady state keeps there between full passes.
+#: the worker collects once and freezes them: below what a learner's kernels bring,
+#: well above what a gateway's steady state keeps there between full passes.
 LONG_LIVED_LIMIT = 20_000
 
 
