@@ -40,6 +40,7 @@ from .admission import StreamAdmission
 from .answers import ANSWER_QUEUE_LENGTH, AnswerRateLimit
 from .checkpoints import CheckpointStore
 from .clocks import CLOCK_STEP_S, WallClockWatch
+from .collector import freeze_long_lived
 from .refusals import DEGRADED_HOLD_S, PublishRefusals
 from .intake import WorkerIntake, taken_by_broker
 from .journal import JOURNAL_NAME, LabelJournal, replay
@@ -194,6 +195,9 @@ class Gateway(WorkerIntake):
             admit_answer=(self.answer_limit.admit if config["labels.max_answers_per_second"]
                           else None),
         )
+        # What Gateway.publish does, bound: the MQTT outputs call it once per output
+        # (they take it at their start, when the bridge exists).
+        self.publish = self.bridge.publish
         self.registry.register("bridge", self.bridge.counters,
                                problems=_PROBLEM_BRIDGE_COUNTERS, gauges=("outgoing_pending",))
         self._stop = threading.Event()
@@ -255,7 +259,10 @@ class Gateway(WorkerIntake):
         """Pipeline.on_learn: the lesson goes to the journal before its message is
         acknowledged (before the learner takes it, or right after on the pipeline's
         one-call path; a checkpoint written here then holds it with its count)."""
-        layout = self._journal_layout(stream)
+        # _journal_layout(stream), written out: this runs once per labelled message.
+        layout = self.pipeline.layout(stream)
+        if self.checkpoints.saved_layout(stream) != layout:
+            self._save_stream(stream)
         try:
             self.journal.append(stream, n, layout, slots, z, y)
         except (OSError, TypeError, ValueError) as exc:
@@ -430,6 +437,10 @@ class Gateway(WorkerIntake):
             self._last_status = now
             self._next_status = now + self.config.status_interval_s
             self.pipeline.expire_labels()
+            frozen = freeze_long_lived()  # the kernels a stream's first messages loaded
+            if frozen:
+                logger.debug("froze %d long-lived objects (firmware_bridge.service.collector)",
+                             frozen)
             # While the outbound link is down a status would only queue up in paho (and go
             # out stale at the reconnect, ahead of predictions); the reconnect marks the
             # status changed, so a fresh one goes out then.

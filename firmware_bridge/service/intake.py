@@ -66,8 +66,9 @@ class WorkerIntake:
             for item in items:
                 self._process(item)
             return
-        for item in items:
-            self._record(item)
+        if self.recorder is not None:
+            for item in items:
+                self._record(item)
         try:
             # InboundMessage's first fields are (topic, payload, received_at).
             outputs = self.pipeline.handle_many(items)
@@ -78,8 +79,15 @@ class WorkerIntake:
             self._log.warning("worker_error", "%s on %d messages from topic %.80r: %r",
                               type(exc).__name__, len(items), items[0].topic, exc)
             outputs = [()] * len(items)
-        for item, out in zip(items, outputs):
-            self._publish(item, out)
+        # _publish of each message, written out: this loop runs once per message.
+        on_outbound = self._on_outbound
+        unacked = self._unacked
+        for item, outs in zip(items, outputs):
+            last = None
+            for out in outs:
+                last = on_outbound(out)
+            if item.qos:
+                unacked.append((item, last))
 
     def _process_queued(self) -> None:
         """Process received messages while the outbound window has room: a busy broker
@@ -91,10 +99,15 @@ class WorkerIntake:
         inbound = self.bridge.inbound
         room = self.bridge.outgoing_room
         sink_topics = self._sink_topics
+        popleft = inbound.popleft
         while inbound and room() > 0:
+            take = range(max(1, min(len(inbound), room(), self._group_limit)))
+            if not sink_topics:  # no sink subscribes: every message is the pipeline's
+                self._process_group([popleft() for _ in take])
+                continue
             group = []
-            for _ in range(max(1, min(len(inbound), room(), self._group_limit))):
-                item = inbound.popleft()
+            for _ in take:
+                item = popleft()
                 if item.topic in sink_topics:  # not the pipeline's: on its own, in order
                     self._process_group(group)
                     self._process(item)
@@ -115,8 +128,13 @@ class WorkerIntake:
         ack = self.bridge.ack
         while unacked:
             item, info = unacked[0]
-            if info is not None and not taken_by_broker(info):
-                return
+            if info is not None:
+                # taken_by_broker(info), written out: this loop runs once per message.
+                try:
+                    if not info.is_published():
+                        return
+                except (ValueError, RuntimeError):
+                    pass  # never queued (counted as dropped): nothing to wait for
             unacked.popleft()
             ack(item)
 

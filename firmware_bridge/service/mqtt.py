@@ -264,6 +264,10 @@ class MqttBridge:
         # flush() writes them, many per system call turn, instead of one write each.
         client.on_socket_register_write = _ignore
         client.on_socket_unregister_write = _ignore
+        # paho matches each message received against message_callback_add's filters
+        # (the bridge adds none; no public way to skip it) with a recursive closure, a
+        # reference cycle per message for the collector; an empty table matches nothing.
+        client._on_message_filtered = _NO_FILTERS
         return client
 
     def _set_address(self, link: _Link, persistent: bool) -> None:
@@ -419,12 +423,8 @@ class MqttBridge:
 
     def _refused(self, link: _Link, reason_code: Any) -> None:
         self.connect_failures += 1
-        logger.error(
-            "broker %s refused the %s connection: %s",
-            self._where(link),
-            link.name,
-            reason_code,
-        )
+        logger.error("broker %s refused the %s connection: %s", self._where(link), link.name,
+                     reason_code)
 
     def _connected(self, link: _Link) -> None:
         link.connected = True
@@ -680,6 +680,16 @@ def _paho_tables(client: paho.Client) -> tuple[Any, Any]:
 
 def _ignore(*_: Any) -> None:
     pass
+
+
+class _NoFilters:
+    """paho's table of ``message_callback_add`` filters, empty (see MqttBridge._client)."""
+
+    def iter_match(self, topic: str) -> tuple:
+        return ()
+
+
+_NO_FILTERS = _NoFilters()
 
 
 def _tls_pending(sock: Any) -> bool:

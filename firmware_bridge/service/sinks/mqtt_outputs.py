@@ -54,6 +54,11 @@ class MqttOutputs(Sink):
             self.json_topic: dict[str, bool] = {}  # topic -> whether it goes out as JSON
             self.on_outbound = self._on_outbound_json
 
+    def start(self) -> None:
+        # The host's publish again, now that its connection exists: the gateway's is
+        # then the bridge's own, with no call in between.
+        self.publish = self.host.publish
+
     def on_outbound(self, outbound: Any) -> Any:
         return self.publish(outbound.topic, outbound.payload, outbound.qos, outbound.retain)
 
