@@ -98,7 +98,8 @@ def observe_score_dense(
     so the result is the same to the bit. Returns their count ``k``. ``steady``
     (see :func:`information_steady`) drops a division the compiler cannot skip."""
     for s in range(n_slots):
-        xs[s] = X[i, slot_col[s]]
+        # a column is never negative here: unsigned, the index needs no wrap-around
+        xs[s] = X[i, np.uint64(slot_col[s])]
     # Two loops, not one with a test: a vectorized loop computes both sides of a
     # select, and the divisions are what this loop's time goes to.
     if steady:
@@ -122,7 +123,7 @@ def observe_score_dense(
         for j in range(first, last):
             present |= np.uint64(math.isfinite(X[i, j])) << np.uint64(j - first)
         while present:
-            s = col_slot[first + np.int64(trailing_zeros(present))]
+            s = np.uint64(col_slot[first + np.int64(trailing_zeros(present))])
             present &= present - np.uint64(1)
             zj = zs[s]
             slots[k] = s
