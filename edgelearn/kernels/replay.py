@@ -188,7 +188,10 @@ def information_steady(h_n, n_slots, h_forget):
 # same lines in both: gather row i (claiming slots for new columns), make the
 # model forget recycled slots (``forget_evicted``), re-check the mapping when it
 # changed (``remap``), observe and score (``observe_score_dense`` or
-# ``paacds.observe_scores``), count the row; after the prediction, the query
+# ``paacds.observe_scores``), count the row. Once the mapping is dense (every
+# column has a slot) no column can claim one and none is recycled, so it stays
+# dense: ``observe_score_dense`` then gathers the row itself, in the same pass
+# that sums it, and ``gather_row`` is skipped. After the prediction, the query
 # (``paacds.query``) and, when learning, ``paacds.learn_binary`` then
 # ``paacds.sparsify`` if the weights moved. It was one shared function taking 33
 # arrays once (and two small wrappers of the query and the learning), and those
