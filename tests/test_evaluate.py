@@ -27,6 +27,9 @@ CASES = [
     ("PAACDS-I-lam-evict", lambda: edgelearn.PAACDS(variant="PAACDS-I", lam=4.0, capacity=6, evict_after=2, seed=3), None),
     ("PAACDS-multiclass", lambda: edgelearn.PAACDS(n_classes=4, target_query_rate=0.3, seed=4), ["a", "b", "c", "d"]),
     ("PAACDS-intercept", lambda: edgelearn.PAACDS(learn_intercept=True, target_query_rate=0.2, seed=5), None),
+    # past the information's start-up within ~10 readings per channel, so most rows take
+    # the dense step without its division (replay.information_steady)
+    ("PAACDS-short-halflife", lambda: edgelearn.PAACDS(h_halflife=5.0, target_query_rate=0.2, seed=8), None),
     (
         "PAACDS-I-intercept-lam-evict",
         lambda: edgelearn.PAACDS(variant="PAACDS-I", learn_intercept=True, lam=4.0, capacity=6, evict_after=2, seed=6),

@@ -263,6 +263,21 @@ def test_reset_slot_matches():
     assert_state(got, naive.reset_slot(stats, 3))
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 2000), min_size=1, max_size=12),
+    st.integers(0, 12),
+    st.floats(1e-4, 1.5, allow_nan=False),
+)
+def test_information_steady_is_every_slots_constant_step(h_n, n_slots, h_forget):
+    """The dense step drops ``1 / n`` only when ``information_one`` would take the
+    constant step ``h_forget`` for every slot in use (``n * h_forget >= 1``, n = h_n + 1)."""
+    n_slots = min(n_slots, len(h_n))
+    counts = np.array(h_n, dtype=np.int64)
+    expected = n_slots > 0 and all((c + 1) * h_forget >= 1.0 for c in h_n[:n_slots])
+    assert R.information_steady(counts, n_slots, h_forget) == expected
+
+
 def test_gather_row_never_gives_one_row_the_same_slot_twice():
     # docs/learners.md, ChannelSpace: a slot is recycled only from a channel
     # absent for at least evict_after instances.  Here a device is replaced:

@@ -21,7 +21,9 @@ from . import arow as ak
 from . import paacds as pk
 from ._jit import jit
 from .channels import observe_standardize
-from .replay import N_ASSIGNED, N_EVICTED, T, forget_evicted, gather_row, observe_score_dense, remap
+from .replay import (
+    N_ASSIGNED, N_EVICTED, T, forget_evicted, gather_row, information_steady, observe_score_dense, remap,
+)
 
 # What the loop returns as its second value.
 DONE, NEED_SIGN = 0, 1
@@ -52,6 +54,7 @@ def paacds_binary_log_loop(
     assigned_before = -1
     mapped_evictions = -1
     dense = False
+    steady = False
     i = start
     if resume_k >= 0:
         k = resume_k
@@ -61,20 +64,22 @@ def paacds_binary_log_loop(
         i += 1
     while i < n:
         # the per-row step, as in replay.paacds_loop (see "The per-row step" there)
-        k = gather_row(
-            X, i, col_slot, slot_col, changed, slots, vals, counters,
-            count, mean, var, last_seen, evict_after,
-        )
-        if counters[N_EVICTED] != evicted_before:
-            evicted_before = counters[N_EVICTED]
-            forget_evicted(slots, k, changed, W, active, h, h_n, h_mean, h_var)
-        if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
-            assigned_before = counters[N_ASSIGNED]
-            mapped_evictions = counters[N_EVICTED]
-            dense = remap(True, col_slot, slot_col, assigned_before, col_key, tie_key)
+        if not dense:
+            k = gather_row(
+                X, i, col_slot, slot_col, changed, slots, vals, counters,
+                count, mean, var, last_seen, evict_after,
+            )
+            if counters[N_EVICTED] != evicted_before:
+                evicted_before = counters[N_EVICTED]
+                forget_evicted(slots, k, changed, W, active, h, h_n, h_mean, h_var)
+            if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
+                assigned_before = counters[N_ASSIGNED]
+                mapped_evictions = counters[N_EVICTED]
+                dense = remap(True, col_slot, slot_col, assigned_before, col_key, tie_key)
         if dense:
-            observe_score_dense(
-                X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
+            steady = steady or information_steady(h_n, counters[N_ASSIGNED], h_forget)
+            k = observe_score_dense(
+                X, i, col_slot, slot_col, slots, vals, xs, zs, hs, counters[N_ASSIGNED], steady,
                 count, mean, var, last_seen, counters[T], forget, eps, z_max,
                 W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
             )

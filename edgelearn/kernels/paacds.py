@@ -345,9 +345,14 @@ def learn_binary(slots, z, k, y, W, b, active, h, C, variant_i, learn_intercept)
     if learn_intercept:
         denom += 1.0
     tau = _step(loss, denom, C, variant_i)
+    step_s = tau * p_s * y  # the products in the order ``tau * p_s * y * z[j]`` takes them
+    step_n = tau * p_n * y
     for j in range(k):
         s = slots[j]
-        W[0, s] = W[0, s] + tau * p_s * y * z[j] if active[s] else tau * p_n * y * z[j]
+        # Both values, then a pick: a branch on ``active`` (a coin toss) mispredicts.
+        moved = W[0, s] + step_s * z[j]
+        started = step_n * z[j]
+        W[0, s] = moved if active[s] else started
         active[s] = True
     if learn_intercept:
         b[0] += tau * y
@@ -453,6 +458,7 @@ def sparsify(W, active, h, tie_key, n_slots, lam, B, max_weights, idx_buf, score
             n_tied += 1
     ties_left = keep - above
     key_bound = -kth_largest_at(score_buf, keys, n_tied, ties_left) if ties_left > 0 else -math.inf
+    bits = W.view(np.uint64)
     for j in range(n_active):
         i = idx_buf[j]
         v = score_buf[j]
@@ -461,8 +467,12 @@ def sparsify(W, active, h, tie_key, n_slots, lam, B, max_weights, idx_buf, score
             ties_left -= 1
             stay = True
         active[i] = stay
+        # ``W[c, i] = W[c, i] if stay else 0.0`` without a branch on ``stay`` (a coin
+        # toss, and a mispredicted branch per dropped slot): a kept weight's bits are
+        # and-ed with all ones, a dropped one's with none (+0.0).
+        keep_bits = np.uint64(0) - np.uint64(stay)
         for c in range(rows):
-            W[c, i] = W[c, i] if stay else 0.0
+            bits[c, i] &= keep_bits
 
 
 @jit_without_refcounts

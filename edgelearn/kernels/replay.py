@@ -10,6 +10,7 @@ statistics, draw the query, and learn when asked (or always, if not active).
 import math
 
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from . import channels as ch
 from . import pa as pa_k
@@ -85,57 +86,101 @@ def n_columns_assigned(col_slot, slot_col, n_assigned):
 
 @jit_without_refcounts
 def observe_score_dense(
-    X, i, slot_col, slots, vals, k, xs, zs, hs, n_slots,
+    X, i, col_slot, slot_col, slots, vals, xs, zs, hs, n_slots, steady,
     count, mean, var, last_seen, t, forget, eps, z_max,
     W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
 ):
-    """``paacds.observe_scores`` for a binary model when every slot in use is
-    a column: the per-slot updates run over all slots at once, a missing
-    value masking its slot's update, which the compiler can vectorize; then
-    the sums run over the present channels in the dict path's order, so the
-    result is the same to the bit."""
+    """``gather_row`` then ``paacds.observe_scores`` for a binary model when every
+    slot in use is a column (no column can claim a slot): the per-slot updates run
+    over all slots at once, a missing value masking its slot's update, which the
+    compiler can vectorize; then the present channels are gathered into
+    ``(slots, vals)`` in column order (the dict path's) and summed in that order,
+    so the result is the same to the bit. Returns their count ``k``. ``steady``
+    (see :func:`information_steady`) drops a division the compiler cannot skip."""
     for s in range(n_slots):
-        xs[s] = X[i, slot_col[s]]
-    for s in range(n_slots):
-        x = xs[s]
-        present = math.isfinite(x)
-        n = count[s] + 1
-        a = 1.0 / n
-        a = forget if forget > a else a
-        d = x - mean[s]
-        m = mean[s] + a * d
-        v = (1.0 - a) * (var[s] + a * d * d)
-        z = ch._z(x, n, m, v, eps, z_max)
-        hn = h_n[s] + 1
-        ab = h_forget if hn * h_forget >= 1.0 else 1.0 / hn
-        e = z - h_mean[s]
-        hm = h_mean[s] + ab * e
-        hv = (1.0 - ab) * (h_var[s] + ab * e * e)
-        hs[s] = h[s]
-        zs[s] = z
-        count[s] = n if present else count[s]
-        mean[s] = m if present else mean[s]
-        var[s] = v if present else var[s]
-        last_seen[s] = t if present else last_seen[s]
-        h_n[s] = hn if present else h_n[s]
-        h_mean[s] = hm if present else h_mean[s]
-        h_var[s] = hv if present else h_var[s]
-        h[s] = (k0 + hn * hv) / (k0 + hn) if present else h[s]
+        # a column is never negative here: unsigned, the index needs no wrap-around
+        xs[s] = X[i, np.uint64(slot_col[s])]
+    # Two loops, not one with a test: a vectorized loop computes both sides of a
+    # select, and the divisions are what this loop's time goes to.
+    if steady:
+        for s in range(n_slots):
+            _observe_slot(s, xs[s], count, mean, var, last_seen, t, forget, eps, z_max,
+                          h, h_n, h_mean, h_var, h_forget, k0, zs, hs, True)
+    else:
+        for s in range(n_slots):
+            _observe_slot(s, xs[s], count, mean, var, last_seen, t, forget, eps, z_max,
+                          h, h_n, h_mean, h_var, h_forget, k0, zs, hs, False)
     acc = 0.0
     total = 0.0
     shared = 0.0
     n_shared = 0
-    for j in range(k):
-        s = slots[j]
-        zj = zs[s]
-        vals[j] = zj
-        total += hs[s]
-        is_active = active[s]
-        shared += hs[s] if is_active else 0.0
-        n_shared += is_active
-        acc += W[0, s] * zj
+    k = 0
+    # The present columns as bits, walked lowest first: one pass over the present
+    # channels that gathers and sums, with no branch on the (random) missing pattern.
+    for first in range(0, X.shape[1], 64):
+        last = min(first + 64, X.shape[1])
+        present = np.uint64(0)
+        for j in range(first, last):
+            present |= np.uint64(math.isfinite(X[i, j])) << np.uint64(j - first)
+        while present:
+            s = np.uint64(col_slot[first + np.int64(trailing_zeros(present))])
+            present &= present - np.uint64(1)
+            zj = zs[s]
+            slots[k] = s
+            vals[k] = zj
+            k += 1
+            total += hs[s]
+            is_active = active[s]
+            shared += hs[s] if is_active else 0.0
+            n_shared += is_active
+            acc += W[0, s] * zj
     p_s = pk.shared_share(total, shared, n_shared, k)
     scores[0] = acc * p_s + b[0]
+    return k
+
+
+@jit_without_refcounts
+def _observe_slot(s, x, count, mean, var, last_seen, t, forget, eps, z_max,
+                  h, h_n, h_mean, h_var, h_forget, k0, zs, hs, steady):
+    # ``channels.observe_one`` then ``paacds.information_one`` for slot s, their
+    # arithmetic in their order; a missing x (NaN) leaves the slot as it was.
+    present = math.isfinite(x)
+    n = count[s] + 1
+    a = 1.0 / n
+    a = forget if forget > a else a
+    d = x - mean[s]
+    m = mean[s] + a * d
+    v = (1.0 - a) * (var[s] + a * d * d)
+    z = ch._z(x, n, m, v, eps, z_max)
+    hn = h_n[s] + 1
+    ab = h_forget if steady or hn * h_forget >= 1.0 else 1.0 / hn
+    e = z - h_mean[s]
+    hm = h_mean[s] + ab * e
+    hv = (1.0 - ab) * (h_var[s] + ab * e * e)
+    hs[s] = h[s]
+    zs[s] = z
+    count[s] = n if present else count[s]
+    mean[s] = m if present else mean[s]
+    var[s] = v if present else var[s]
+    last_seen[s] = t if present else last_seen[s]
+    h_n[s] = hn if present else h_n[s]
+    h_mean[s] = hm if present else h_mean[s]
+    h_var[s] = hv if present else h_var[s]
+    h[s] = (k0 + hn * hv) / (k0 + hn) if present else h[s]
+
+
+@jit_without_refcounts
+def information_steady(h_n, n_slots, h_forget):
+    """Whether every slot below ``n_slots`` is past its information's start-up, where
+    ``paacds.information_one`` takes the constant step ``h_forget`` instead of ``1 /
+    n``. ``n * h_forget`` does not decrease with n, and a slot's count only grows
+    while no slot is recycled, so once true it stays true for a dense loop."""
+    if n_slots == 0:
+        return False
+    lowest = h_n[0]
+    for s in range(1, n_slots):
+        lowest = min(lowest, h_n[s])
+    return (lowest + 1) * h_forget >= 1.0
 
 
 # The per-row step. PAACDS's step before the prediction is written out in each
@@ -143,7 +188,10 @@ def observe_score_dense(
 # same lines in both: gather row i (claiming slots for new columns), make the
 # model forget recycled slots (``forget_evicted``), re-check the mapping when it
 # changed (``remap``), observe and score (``observe_score_dense`` or
-# ``paacds.observe_scores``), count the row; after the prediction, the query
+# ``paacds.observe_scores``), count the row. Once the mapping is dense (every
+# column has a slot) no column can claim one and none is recycled, so it stays
+# dense: ``observe_score_dense`` then gathers the row itself, in the same pass
+# that sums it, and ``gather_row`` is skipped. After the prediction, the query
 # (``paacds.query``) and, when learning, ``paacds.learn_binary`` then
 # ``paacds.sparsify`` if the weights moved. It was one shared function taking 33
 # arrays once (and two small wrappers of the query and the learning), and those
@@ -203,22 +251,25 @@ def paacds_loop(
     assigned_before = -1
     mapped_evictions = -1
     dense = False
+    steady = False
     for i in range(n):
         # the per-row step (see "The per-row step" above)
-        k = gather_row(
-            X, i, col_slot, slot_col, changed, slots, vals, counters,
-            count, mean, var, last_seen, evict_after,
-        )
-        if counters[N_EVICTED] != evicted_before:
-            evicted_before = counters[N_EVICTED]
-            forget_evicted(slots, k, changed, W, active, h, h_n, h_mean, h_var)
-        if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
-            assigned_before = counters[N_ASSIGNED]
-            mapped_evictions = counters[N_EVICTED]
-            dense = remap(binary, col_slot, slot_col, assigned_before, col_key, tie_key)
+        if not dense:
+            k = gather_row(
+                X, i, col_slot, slot_col, changed, slots, vals, counters,
+                count, mean, var, last_seen, evict_after,
+            )
+            if counters[N_EVICTED] != evicted_before:
+                evicted_before = counters[N_EVICTED]
+                forget_evicted(slots, k, changed, W, active, h, h_n, h_mean, h_var)
+            if counters[N_ASSIGNED] != assigned_before or counters[N_EVICTED] != mapped_evictions:
+                assigned_before = counters[N_ASSIGNED]
+                mapped_evictions = counters[N_EVICTED]
+                dense = remap(binary, col_slot, slot_col, assigned_before, col_key, tie_key)
         if dense:
-            observe_score_dense(
-                X, i, slot_col, slots, vals, k, xs, zs, hs, counters[N_ASSIGNED],
+            steady = steady or information_steady(h_n, counters[N_ASSIGNED], h_forget)
+            k = observe_score_dense(
+                X, i, col_slot, slot_col, slots, vals, xs, zs, hs, counters[N_ASSIGNED], steady,
                 count, mean, var, last_seen, counters[T], forget, eps, z_max,
                 W, b, active, h, h_n, h_mean, h_var, h_forget, k0, scores,
             )
