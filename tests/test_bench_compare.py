@@ -74,3 +74,12 @@ def test_bad_arguments_name_what_they_must_be():
     assert done.returncode == 2
     assert "--benches must be a comma-separated list of array_replay, log_replay, pipeline, batch_pass" in done.stderr
     assert "warp_drive" in done.stderr
+
+
+def test_the_batch_rows_time_handle_and_handle_many():
+    done = run("--benches", "batch_pass,batch_many", "--kinds", "paacds", "--flag-below", "0")
+    assert done.returncode == 0, done.stderr
+    rows = table(done.stdout)
+    assert list(rows) == ["batch pass paacds", "batch many paacds"]
+    for r in rows.values():
+        assert float(r["head"]) > 0 and float(r["base"]) > 0 and r["flag"] == ""

@@ -236,6 +236,29 @@ def test_outputs_grow_for_many_readings():
     assert chunk.pair_value.shape[0] == 2560 * 60
 
 
+def test_a_run_of_batches_decodes_as_each_alone_without_growing_the_pairs():
+    """32 full batches in one call (the gateway's queued compact batches) read as
+    each batch alone, and the pair arrays keep the size the payloads' bytes gave
+    them: growing them by doubling along with the readings made the call slower
+    than 32 calls."""
+    rows = [(float(i), i, {c: float(i * j) for j, c in enumerate("abc")},
+             bool(i % 3)) for i in range(64)]
+    payloads = [encode_batch([(ts + 64 * m, seq + 64 * m, ch, y) for ts, seq, ch, y in rows])
+                for m in range(32)]
+    decoder = FastDecoder()
+    chunk = decoder.decode_payloads(payloads)
+    assert (chunk.kind == REC_BATCH).all() and chunk.seq.shape[0] == 32 * 64
+    alone = [decoder.decode_payloads([p]) for p in payloads]
+    for got, want in ((chunk.seq, [a.seq for a in alone]), (chunk.ts, [a.ts for a in alone]),
+                      (chunk.label, [a.label for a in alone]),
+                      (chunk.pair_name, [a.pair_name for a in alone]),
+                      (chunk.pair_value, [a.pair_value for a in alone])):
+        assert got.tolist() == np.concatenate(want).tolist()
+    limits = decoder.limits
+    first_size = sum(map(len, payloads)) // 2 + limits.max_batch_readings * limits.max_channels + 16
+    assert chunk.pair_value.base.shape[0] == first_size
+
+
 # --- kernels against plain references -------------------------------------------------
 
 

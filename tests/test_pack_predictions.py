@@ -7,7 +7,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from firmware_bridge.wire.kernels.pack_predictions import pack_predictions
+from firmware_bridge.wire.kernels.pack_predictions import pack_prediction_messages, pack_predictions
 
 _PACK = msgpack.Packer(use_bin_type=True).pack
 
@@ -53,3 +53,18 @@ def test_the_message_reads_back_as_its_fields():
         {"seq": 3, "ts": 1.0, "y": "a", "score": 0.5, "query": False},
         {"seq": 4, "ts": 2.0, "y": False, "score": -1.0, "query": True},
         {"seq": 300, "ts": 3.5, "y": "a", "score": 2.0, "query": False}]}
+
+
+@pytest.mark.parametrize("cuts", [[], [1], [5, 6, 40], list(range(1, 70))])
+def test_runs_of_rows_in_one_call_are_each_run_packed_alone(cuts):
+    rng = np.random.default_rng(len(cuts))
+    n = 70
+    seq = rng.integers(0, 2**40, size=n, dtype=np.int64)
+    ts, score = rng.normal(1.7e9, 1e6, size=n), rng.normal(size=n)
+    labels = [_PACK("occupied"), _PACK(False), _PACK(None)]
+    y_index, query = rng.integers(0, len(labels), size=n), rng.random(n) < 0.3
+    bounds = np.array([0, *cuts, n], dtype=np.int64)
+    got = pack_prediction_messages(seq, ts, y_index, labels, score, query, bounds)
+    assert got == [_reference(seq[a:b], ts[a:b], [msgpack.unpackb(y) for y in labels],
+                              y_index[a:b], score[a:b], query[a:b])
+                   for a, b in zip(bounds[:-1], bounds[1:])]

@@ -22,7 +22,9 @@ The rows (CPU time of the process's own thread, after a warm-up that compiles):
   (``firmware_bridge.offline.replay.replay_records``), reading included, µs per
   message;
 * ``pipeline <kind>``: ``Pipeline.handle`` on single-reading messages, µs per reading;
-* ``batch pass <kind>``: ``Pipeline.handle`` on batches of 64 readings, µs per reading.
+* ``batch pass <kind>``: ``Pipeline.handle`` on batches of 64 readings, µs per reading;
+* ``batch many <kind>``: the same batches handed over 32 at a time
+  (``Pipeline.handle_many``, as the gateway takes what is queued), µs per reading.
 
 A row a commit cannot run (an API or kind it lacks) is skipped with the reason.
 A row whose HEAD/BASE speed ratio is below ``--flag-below`` (0.9) is flagged.
@@ -150,13 +152,13 @@ if bench == "log_replay":
             path_taken = result.get("paths", {}).get("s1")
     done(us=best / n * 1e6, note=str(path_taken))
 
-if bench in ("pipeline", "batch_pass"):
+if bench in ("pipeline", "batch_pass", "batch_many"):
     w = wire()
     topic = "sensors/s1/data"
     items = readings(n)
     per = 1
     extra = {}
-    if bench == "batch_pass":
+    if bench in ("batch_pass", "batch_many"):
         if not hasattr(w, "encode_batch"):
             done(skip="no batched readings (encode_batch)")
         per = 64
@@ -168,6 +170,13 @@ if bench in ("pipeline", "batch_pass"):
     handle = p.handle
     for payload in payloads[: max(1, len(payloads) // 10)]:
         handle(topic, payload, 0.0)
+    if bench == "batch_many":
+        if not hasattr(p, "handle_many"):
+            done(skip="no Pipeline.handle_many")
+        groups = [[(topic, payload, 0.0) for payload in payloads[i:i + 32]]
+                  for i in range(0, len(payloads), 32)]
+        p.handle_many(groups[0])  # its own kernels compiled
+        done(us=cpu_per_item(p.handle_many, groups) * len(groups) / len(payloads) / per)
     done(us=cpu_per_item(lambda payload: handle(topic, payload, 0.0), payloads) / per)
 
 done(skip=f"unknown benchmark {bench!r}")
@@ -179,6 +188,7 @@ BENCHES = {
     "log_replay": ("log replay", True, 200_000),
     "pipeline": ("pipeline", True, 20_000),
     "batch_pass": ("batch pass", True, 64_000),
+    "batch_many": ("batch many", True, 64_000),
 }
 
 

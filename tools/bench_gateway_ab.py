@@ -7,12 +7,15 @@ base's code and this tree's, each its own ``python -m firmware_bridge gateway``)
 both, then alternates ``--count`` messages as fast as possible into each (base first,
 ``--repeat`` times) with ``tools/bench_gateway.py``'s publisher, subscriber and
 accounting. It prints every run's gateway CPU µs per message and messages/s, the best
-of each side and the ratio this / base (below 1: this tree is cheaper). Nothing is
-written to the repository.
+of each side and the ratio this / base (below 1: this tree is cheaper). With
+``--batch compact`` (or a number) the messages are batches, as the benchmark page's
+batch runs send them, ``--count`` counts readings and the figures are per reading.
+Nothing is written to the repository.
 
 Example::
 
     python tools/bench_gateway_ab.py --base main --count 20000 --repeat 5
+    python tools/bench_gateway_ab.py --base main --count 200000 --repeat 5 --batch compact
 """
 
 from __future__ import annotations
@@ -67,13 +70,19 @@ class RootedBench(bench_gateway.Bench):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="main", help="the revision to compare with")
-    parser.add_argument("--count", type=int, default=20000, help="messages per run")
+    parser.add_argument("--count", type=int, default=20000,
+                        help="messages per run (readings with --batch)")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each side")
     parser.add_argument("--warmup", type=int, default=3000)
     parser.add_argument("--kind", default=bench_gateway.edgelearn.DEFAULT_KIND,
                         help="both gateways' learner kind (default: the default learner, "
                         f"{bench_gateway.edgelearn.DEFAULT_KIND})")
+    parser.add_argument("--batch", type=bench_gateway._batch_argument, default="1",
+                        help="readings a message: 1 (default), a number, or 'compact' (as "
+                        "many as the gateway's limits allow, float32 values: the page's "
+                        "batch runs)")
     args = parser.parse_args(argv)
+    unit = "message" if args.batch == "1" else "reading"
     best: dict[str, float] = {}
     with bench_gateway.bench_on_broker("bench-ab-", args.kind, args.warmup, RootedBench) as bench:
         RootedBench.roots = {"base": export(args.base, bench.work / "base"), "this": ROOT}
@@ -83,15 +92,17 @@ def main(argv: list[str] | None = None) -> int:
         for run in range(args.repeat):
             for side, process in gateways.items():
                 publisher = bench_gateway.Publisher(bench.port, f"{side}{run}_", args.count, True,
-                                                    templates=(data_template(side),))
+                                                    templates=(data_template(side),),
+                                                    batch=args.batch)
                 result = bench._measured(publisher, bench.watched({"gateway": process.pid}),
                                          [f"{side}{run}_0"], args.count)
                 cpu = result["cpu_us"]["gateway"]
                 best[side] = min(best.get(side, float("inf")), cpu)
-                print(f"run {run + 1} {side}: gateway {cpu:.2f} µs/message, "
-                      f"{result['rate']:,.0f} messages/s, missing {result['missing']}",
+                print(f"run {run + 1} {side}: gateway {cpu:.2f} µs/{unit}, "
+                      f"{result['rate']:,.0f} {unit}s/s, missing {result['missing']}",
                       flush=True)
-    print(f"learner {args.kind}; best of {args.repeat}: base ({args.base}) {best['base']:.2f} µs/message, "
+    print(f"learner {args.kind}, batch {args.batch}; best of {args.repeat}: base ({args.base}) "
+          f"{best['base']:.2f} µs/{unit}, "
           f"this {best['this']:.2f}; ratio this/base {best['this'] / best['base']:.3f}")
     return 0
 

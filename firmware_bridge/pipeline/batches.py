@@ -12,7 +12,7 @@ import numpy as np
 
 from ..wire import prediction_fields
 from ..wire.bulk_decode import REC_BATCH, FastDecoder
-from ..wire.kernels.pack_predictions import pack_predictions
+from ..wire.kernels.pack_predictions import pack_prediction_messages, pack_predictions
 from .kernels.rows import column_order
 from .rows import rows_fit, run_pass
 from .tally import Outbound
@@ -163,13 +163,17 @@ class BatchPath:
         result = run_pass(pipeline, stream, arrays, columns, decoder)
         labels = [] if result.outputs is not None else [self.pack_label(y) for y in result.labels]
         # each message's label requests: those of its rows first[m] .. first[m + 1] - 1
+        bounds = np.append(decoded.first[:taken], rows)
         request_at = np.searchsorted(np.asarray(result.request_rows, dtype=np.int64),
-                                     np.append(decoded.first[:taken], rows)).tolist()
-        out = []
-        for m in range(taken):
-            begin, end = int(decoded.first[m]), int(decoded.first[m] + decoded.count[m])
-            packed = self.packed(result, seq, ts, labels, begin, end)
-            pipeline.tally.batches += 1
-            out.append([Outbound(stream.prediction_topic, packed, pipeline.prediction_qos, False),
-                        *result.requests[request_at[m]:request_at[m + 1]]])
+                                     bounds).tolist()
+        if result.outputs is None:  # every message's in one call of the jitted writer
+            messages = pack_prediction_messages(seq, ts, result.label_index, labels,
+                                                result.margin, result.asked, bounds)
+        else:
+            messages = [self.packed(result, seq, ts, labels, int(bounds[m]), int(bounds[m + 1]))
+                        for m in range(taken)]
+        pipeline.tally.batches += taken
+        out = [[Outbound(stream.prediction_topic, packed, pipeline.prediction_qos, False),
+                *result.requests[request_at[m]:request_at[m + 1]]]
+               for m, packed in enumerate(messages)]
         return out + [pipeline.handle(item[0], item[1], item[2]) for item in items[taken:]]

@@ -79,40 +79,43 @@ def _put_key(out, at, key):
 
 
 @jit
-def _pack(seq, ts_bits, y_index, y_pool, y_off, y_len, score_bits, query, out,
+def _pack(seq, ts_bits, y_index, y_pool, y_off, y_len, score_bits, query, bounds, out, ends,
           k_seq, k_ts, k_y, k_score, k_query):
-    n = seq.shape[0]
+    # Message m holds rows bounds[m] .. bounds[m + 1] - 1 and ends at out[ends[m]].
     at = 0
-    for j in range(_HEAD.shape[0]):
-        out[at + j] = _HEAD[j]
-    at += _HEAD.shape[0]
-    if n < 16:
-        out[at] = 0x90 | n
-        at += 1
-    elif n < 65536:
-        out[at] = 0xDC
-        at = _put_be(out, at + 1, n, 2)
-    else:
-        out[at] = 0xDD
-        at = _put_be(out, at + 1, n, 4)
-    for i in range(n):
-        out[at] = 0x85
-        at = _put_key(out, at + 1, k_seq)
-        at = _put_int(out, at, seq[i])
-        at = _put_key(out, at, k_ts)
-        at = _put_float(out, at, ts_bits[i])
-        at = _put_key(out, at, k_y)
-        label = y_index[i]
-        start = y_off[label]
-        for j in range(y_len[label]):
-            out[at + j] = y_pool[start + j]
-        at += y_len[label]
-        at = _put_key(out, at, k_score)
-        at = _put_float(out, at, score_bits[i])
-        at = _put_key(out, at, k_query)
-        out[at] = 0xC3 if query[i] else 0xC2
-        at += 1
-    return at
+    for m in range(bounds.shape[0] - 1):
+        begin, stop = bounds[m], bounds[m + 1]
+        n = stop - begin
+        for j in range(_HEAD.shape[0]):
+            out[at + j] = _HEAD[j]
+        at += _HEAD.shape[0]
+        if n < 16:
+            out[at] = 0x90 | n
+            at += 1
+        elif n < 65536:
+            out[at] = 0xDC
+            at = _put_be(out, at + 1, n, 2)
+        else:
+            out[at] = 0xDD
+            at = _put_be(out, at + 1, n, 4)
+        for i in range(begin, stop):
+            out[at] = 0x85
+            at = _put_key(out, at + 1, k_seq)
+            at = _put_int(out, at, seq[i])
+            at = _put_key(out, at, k_ts)
+            at = _put_float(out, at, ts_bits[i])
+            at = _put_key(out, at, k_y)
+            label = y_index[i]
+            start = y_off[label]
+            for j in range(y_len[label]):
+                out[at + j] = y_pool[start + j]
+            at += y_len[label]
+            at = _put_key(out, at, k_score)
+            at = _put_float(out, at, score_bits[i])
+            at = _put_key(out, at, k_query)
+            out[at] = 0xC3 if query[i] else 0xC2
+            at += 1
+        ends[m] = at
 
 
 _KEYS = tuple(np.frombuffer(key, dtype=np.uint8) for key in (b"seq", b"ts", b"y", b"score", b"query"))
@@ -123,15 +126,57 @@ def pack_predictions(seq: np.ndarray, ts: np.ndarray, y_index: np.ndarray, y_pac
     """The batch prediction message: per row ``seq`` (int64), ``ts`` and ``score``
     (float64), ``query`` (bool) and its label ``y_packed[y_index[row]]`` (each label
     as msgpack bytes, ``Packer(use_bin_type=True)``)."""
+    out, ends = _written(seq, ts, y_index, y_packed, score, query,
+                         np.array([0, seq.shape[0]], dtype=np.int64))
+    return out[:ends[0]].tobytes()
+
+
+def pack_prediction_messages(seq: np.ndarray, ts: np.ndarray, y_index: np.ndarray,
+                             y_packed: list[bytes], score: np.ndarray, query: np.ndarray,
+                             bounds: np.ndarray) -> list[bytes]:
+    """The prediction messages of consecutive runs of rows, in one kernel call:
+    message m as :func:`pack_predictions` writes rows ``bounds[m] .. bounds[m + 1] -
+    1`` (``bounds`` int64, from 0 to the rows' count). A learner pass over a
+    stream's queued batches answers each batch with its own message; writing them
+    one call each cost more than the writing (``Pipeline.handle_many``)."""
+    out, ends = _written(seq, ts, y_index, y_packed, score, query, bounds)
+    data = out.tobytes()
+    starts = [0, *ends[:-1].tolist()]
+    return [data[a:b] for a, b in zip(starts, ends.tolist())]
+
+
+#: The labels' pools by their packed bytes: a stream's labels are the same few on every
+#: batch, and building the arrays cost as much as writing 64 predictions (bounded:
+#: cleared when full).
+_POOLS: dict[tuple, tuple] = {}
+_MAX_POOLS = 64
+
+
+def _label_pool(y_packed: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    # The labels' bytes one after the other, where each starts, its length, the longest.
+    key = tuple(y_packed)
+    pool = _POOLS.get(key)
+    if pool is None:
+        lengths = np.array([len(p) for p in y_packed] or [0], dtype=np.int64)
+        offsets = np.zeros(lengths.shape[0], dtype=np.int64)
+        np.cumsum(lengths[:-1], out=offsets[1:])
+        data = np.frombuffer(b"".join(y_packed) or b"\0", dtype=np.uint8)
+        if len(_POOLS) >= _MAX_POOLS:
+            _POOLS.clear()
+        pool = _POOLS[key] = (data, offsets, lengths, int(lengths.max()))
+    return pool
+
+
+def _written(seq, ts, y_index, y_packed, score, query, bounds) -> tuple[np.ndarray, np.ndarray]:
+    # The messages of ``bounds`` one after the other in a buffer, and where each ends.
     n = seq.shape[0]
-    lengths = np.array([len(p) for p in y_packed] or [0], dtype=np.int64)
-    offsets = np.zeros(lengths.shape[0], dtype=np.int64)
-    np.cumsum(lengths[:-1], out=offsets[1:])
-    pool = np.frombuffer(b"".join(y_packed) or b"\0", dtype=np.uint8)
-    out = np.empty(_HEAD.shape[0] + 5 + n * (_FIXED_BYTES + int(lengths.max())), dtype=np.uint8)
-    end = _pack(np.ascontiguousarray(seq, dtype=np.int64),
-                np.ascontiguousarray(ts, dtype=np.float64).view(np.int64),
-                np.ascontiguousarray(y_index, dtype=np.int64), pool, offsets, lengths,
-                np.ascontiguousarray(score, dtype=np.float64).view(np.int64),
-                np.ascontiguousarray(query, dtype=np.bool_), out, *_KEYS)
-    return out[:end].tobytes()
+    pool, offsets, lengths, longest = _label_pool(y_packed)
+    messages = bounds.shape[0] - 1
+    out = np.empty(messages * (_HEAD.shape[0] + 5) + n * (_FIXED_BYTES + longest), dtype=np.uint8)
+    ends = np.empty(messages, dtype=np.int64)
+    _pack(np.ascontiguousarray(seq, dtype=np.int64),
+          np.ascontiguousarray(ts, dtype=np.float64).view(np.int64),
+          np.ascontiguousarray(y_index, dtype=np.int64), pool, offsets, lengths,
+          np.ascontiguousarray(score, dtype=np.float64).view(np.int64),
+          np.ascontiguousarray(query, dtype=np.bool_), bounds, out, ends, *_KEYS)
+    return out, ends
