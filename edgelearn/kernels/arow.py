@@ -270,9 +270,11 @@ def adapt_threshold(threshold, wanted, target, gain):
 @jit
 def bin_of(value, edges):
     """The bin of ``value``: the number of ``edges`` (ascending) at or below it."""
+    # Counted over every edge rather than stopping at the first above: the same
+    # number for ascending edges, without a branch on the (random) value.
     b = 0
-    while b < len(edges) and value >= edges[b]:
-        b += 1
+    for e in range(len(edges)):
+        b += value >= edges[e]
     return b
 
 
@@ -323,6 +325,34 @@ def expand(slots, z, k, edges, bin_freq, capacity, out_slots, out_z):
 
 
 @jit
+def count_expand(slots, z, k, edges, bin_freq, count, forget, capacity, out_slots, out_z):
+    """:func:`count_bins` then :func:`expand` in one pass over the instance's channels,
+    each channel's bin found once: the same frequencies and features to the bit, as a
+    row's slots are distinct (a channel's frequencies move only at its own turn, before
+    its code reads them). Returns the number of features, ``k (1 + n_bins)``."""
+    n_bins = bin_freq.shape[1]
+    n = k
+    for j in range(k):
+        s = slots[j]
+        out_slots[j] = s
+        out_z[j] = z[j]
+        if s < 0:
+            for b in range(n_bins):
+                out_slots[n + b] = -1
+                out_z[n + b] = 0.0
+        else:
+            c = bin_of(z[j], edges)
+            a = max(1.0 / max(count[s], 1), forget)
+            for b in range(n_bins):
+                freq = (1.0 - a) * bin_freq[s, b] + (a if b == c else 0.0)
+                bin_freq[s, b] = freq
+                out_slots[n + b] = capacity + s * n_bins + b
+                out_z[n + b] = (1.0 if b == c else 0.0) - freq
+        n += n_bins
+    return n
+
+
+@jit
 def forget_bins(slot, bin_freq, capacity, W, S, prior_var):
     """A recycled slot's bin weights and frequencies start over."""
     n_bins = bin_freq.shape[1]
@@ -343,8 +373,8 @@ def decide_learn_binary(
     """A binary ``decide_one`` and the ``learn`` of its label in one call (the
     gateway's per-message path, where most readings carry their label): observe and
     standardize ``values`` in place (:func:`~edgelearn.kernels.channels.
-    observe_standardize`), :func:`count_bins`, :func:`expand` into ``feature_slots``
-    and ``feature_z``, :func:`margin_variance` of row 0 into ``out_m``, ``out_v``,
+    observe_standardize`), :func:`count_bins` and :func:`expand` into ``feature_slots``
+    and ``feature_z`` (in one pass: :func:`count_expand`), :func:`margin_variance` of row 0 into ``out_m``, ``out_v``,
     :func:`confidence`, :func:`draw_query` and, with ``adapt``, the budget's decision
     and the threshold's step (:func:`~edgelearn.kernels.rate_control.budgeted_query` on
     ``rng_state``, the learner's query state); then, if ``y`` (+1.0 or -1.0; 0.0: no label) is to be learned (always, or with
@@ -357,8 +387,8 @@ def decide_learn_binary(
     Returns ``(margin, asked, threshold, learned)``."""
     observe_standardize(slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
                         True)
-    count_bins(slots, values, k, edges, bin_freq, count, forget)
-    n = expand(slots, values, k, edges, bin_freq, capacity, feature_slots, feature_z)
+    n = count_expand(slots, values, k, edges, bin_freq, count, forget, capacity, feature_slots,
+                     feature_z)
     m, v = margin_variance(feature_slots, feature_z, n, W, S, b, Sb, 0)
     out_m[0] = m
     out_v[0] = v

@@ -274,8 +274,8 @@ def arow_multiclass_log_loop(
     """Multiclass ActiveAROW over rows ``start..`` of X, as ``decide_one`` then
     ``learn`` run it reading by reading, with the same kernels in the same order:
     :func:`gather_row` (the model forgets recycled slots: ``arow.forget_slot``,
-    ``arow.forget_bins``), ``channels.observe_standardize``, ``arow.count_bins``,
-    ``arow.expand``, ``arow.scores``, ``arow.confidence`` and ``arow.best_two`` of the
+    ``arow.forget_bins``), ``channels.observe_standardize``, ``arow.count_bins`` and
+    ``arow.expand`` (in one pass: ``arow.count_expand``), ``arow.scores``, ``arow.confidence`` and ``arow.best_two`` of the
     ``n_known`` classes, ``arow.query``, then (its margins moved by
     ``arow.add_class_means``) ``arow.best_two`` again for the prediction; then, for a
     label taken and learned (as in :func:`paacds_multiclass_log_loop`),
@@ -307,8 +307,8 @@ def arow_multiclass_log_loop(
         observe_standardize(slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps,
                             z_max, True)
         counters[T] += 1
-        ak.count_bins(slots, vals, k, edges, bin_freq, count, forget)
-        n_features = ak.expand(slots, vals, k, edges, bin_freq, capacity, feature_slots, feature_z)
+        n_features = ak.count_expand(slots, vals, k, edges, bin_freq, count, forget, capacity,
+                                     feature_slots, feature_z)
         ak.scores(feature_slots, feature_z, n_features, W, S, b, Sb, out_m, out_v)
         margin, u = ak.confidence(out_m, out_v, n_known, False)
         best = -1
