@@ -277,6 +277,34 @@ def test_bins_count_and_expand_match(seed):
     np.testing.assert_allclose(out_z[:n], expected_z, rtol=RTOL, atol=1e-15)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_count_expand_is_count_bins_then_expand_to_the_bit(seed):
+    # the one-pass kernel of the binary step and the multiclass row loop against the
+    # two kernels the dict path calls (themselves tested against naive above)
+    rng = np.random.default_rng([23, seed])
+    capacity, n_bins = 9, [0, 1, 2, 3, 8][seed % 5]
+    edges = arow_learner.bin_edges(n_bins)
+    freq = rng.dirichlet(np.ones(max(n_bins, 1)), size=capacity)[:, :n_bins]
+    count = rng.integers(0, 50, size=capacity)
+    forget = [0.0, 0.01, 0.5][seed % 3]
+    slots, z = instance(rng, capacity, int(rng.integers(0, 8)), unknown=seed % 4 == 0)
+    if len(edges):
+        z[: len(z) // 2] = edges[rng.integers(0, len(edges), size=len(z) // 2)]  # values on an edge
+    width = capacity * (1 + n_bins)
+    two_freq, one_freq = freq.copy(), freq.copy()
+    two_slots, one_slots = np.full(width, 7, dtype=np.int32), np.full(width, 7, dtype=np.int32)
+    two_z, one_z = np.full(width, 7.0), np.full(width, 7.0)
+    K.count_bins(slots, z, len(slots), edges, two_freq, count, forget)
+    n_two = K.expand(slots, z, len(slots), edges, two_freq, capacity, two_slots, two_z)
+    n_one = K.count_expand(slots, z, len(slots), edges, one_freq, count, forget, capacity, one_slots, one_z)
+    assert n_one == n_two == len(slots) * (1 + n_bins)
+    assert one_freq.tobytes() == two_freq.tobytes()
+    np.testing.assert_array_equal(one_slots, two_slots)
+    assert one_z.tobytes() == two_z.tobytes()
+    if len(slots) and n_bins > 1 and slots[-1] >= 0:
+        assert not np.array_equal(one_freq, freq)  # the frequencies did move
+
+
 
 # (n_bins, forget, intercept, floor, target, r): target 0 keeps the threshold fixed
 DECIDE_LEARN_CASES = [
