@@ -112,6 +112,14 @@ def learn_row(slots, z, k, y, W, S, b, Sb, row, r, floor):
     for non-stationary regression", ALT 2011), so a channel learned long
     ago still moves when the concept drifts."""
     m, v = margin_variance(slots, z, k, W, S, b, Sb, row)
+    return update_row(slots, z, k, y, m, v, W, S, b, Sb, row, r, floor)
+
+
+@jit
+def update_row(slots, z, k, y, m, v, W, S, b, Sb, row, r, floor):
+    """:func:`learn_row` given ``(m, v)``, what :func:`margin_variance` gives for
+    ``row`` on these features with the model as it is: a caller that has just scored
+    them (and changed nothing since) does not sum the row again."""
     loss = 1.0 - y * m
     if loss <= 0.0:
         return False
@@ -380,7 +388,8 @@ def decide_learn_binary(
     ``rng_state``, the learner's query state); then, if ``y`` (+1.0 or -1.0; 0.0: no label) is to be learned (always, or with
     ``only_if_asked`` only when the query was drawn), :func:`learn_row` on the same
     features (``learn`` expands the instance again from bin frequencies nothing has
-    moved since). The same functions in the same order as ``decide_one`` then
+    moved since; from the margin just scored, :func:`update_row`, as nothing has moved
+    the model either). The same functions in the same order as ``decide_one`` then
     ``learn``: the same bits, with one dispatch instead of nine. What changes per
     call comes first; the rest a learner passes as one :class:`BinaryModel`.
 
@@ -397,8 +406,8 @@ def decide_learn_binary(
                                       rng_state, target if adapt else 0.0, gain, THRESHOLD_MIN,
                                       THRESHOLD_MAX)
     learned = y != 0.0 and (asked or not only_if_asked)
-    if learned:
-        learn_row(feature_slots, feature_z, n, y, W, S, b, Sb, 0, r, floor)
+    if learned:  # nothing has moved the model since it was scored: its margin stands
+        update_row(feature_slots, feature_z, n, y, m, v, W, S, b, Sb, 0, r, floor)
     return margin, asked, threshold, learned
 
 
