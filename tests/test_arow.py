@@ -138,6 +138,36 @@ def test_a_new_class_starts_from_the_known_rows_mean(seed):
 
 
 @pytest.mark.parametrize("seed", range(20))
+def test_learn_multiclass_scored_is_learn_multiclass_to_the_bit(seed):
+    # the multiclass row loop learns from the margins it scored; the dict path sums
+    # each row again: the same model either way, a new class's first label included
+    rng = np.random.default_rng([29, seed])
+    rows = 4
+    model = random_model(rng, 9, rows)
+    model["W"] *= 0.05  # margins near 0: every row's loss is positive, every row moves
+    model["b"] *= 0.05
+    n_known = int(rng.integers(1, rows + 1))
+    c = int(rng.integers(0, n_known))
+    if seed % 3 == 0 and n_known > 1:  # the newest class, never learned: its row starts
+        c = n_known - 1
+        model["W"][c:] = 0.0
+        model["b"][c:] = 0.0
+    floor = 0.1 * (seed % 2)
+    slots, z = instance(rng, 9, int(rng.integers(1, 7)))
+    plain = {k: v.copy() for k, v in model.items()}
+    moved = K.learn_multiclass(slots, z, len(slots), c, n_known, plain["W"], plain["S"], plain["b"],
+                               plain["Sb"], 2.0, floor)
+    scored = {k: v.copy() for k, v in model.items()}
+    row_m, row_v = np.full(rows, np.nan), np.full(rows, np.nan)
+    K.scores(slots, z, len(slots), scored["W"], scored["S"], scored["b"], scored["Sb"], row_m, row_v)
+    assert K.learn_multiclass_scored(slots, z, len(slots), c, n_known, scored["W"], scored["S"], scored["b"],
+                                     scored["Sb"], 2.0, floor, row_m, row_v) == moved
+    for key in model:
+        assert scored[key].tobytes() == plain[key].tobytes(), key
+    assert moved and not np.array_equal(plain["W"], model["W"])
+
+
+@pytest.mark.parametrize("seed", range(20))
 def test_class_means_match(seed):
     rng = np.random.default_rng([18, seed])
     rows, capacity = 4, 9

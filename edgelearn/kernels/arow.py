@@ -184,12 +184,35 @@ def learn_multiclass(slots, z, k, c, n_known, W, S, b, Sb, r, floor):
     ``n_known`` counts ``c``'s class.  The newest class (``c = n_known - 1``),
     at its first label, first starts from the known rows' mean
     (:func:`start_row`).  True if any row moved."""
-    if c > 0 and c == n_known - 1 and fresh_row(c, W, b):
-        start_row(c, W, b)
+    start_new_row(c, n_known, W, b)
     changed = False
     for row in range(n_known):
         y = 1.0 if row == c else -1.0
         changed |= learn_row(slots, z, k, y, W, S, b, Sb, row, r, floor)
+    return changed
+
+
+@jit
+def start_new_row(c, n_known, W, b):
+    """:func:`start_row` for the newest class at its first label; True if it did."""
+    if c > 0 and c == n_known - 1 and fresh_row(c, W, b):
+        start_row(c, W, b)
+        return True
+    return False
+
+
+@jit
+def learn_multiclass_scored(slots, z, k, c, n_known, W, S, b, Sb, r, floor, row_m, row_v):
+    """:func:`learn_multiclass` given each known row's margin and variance on these
+    features with the model as it is (``row_m``, ``row_v``: what :func:`scores` gives,
+    before any class means): a row's update moves only that row, so the others' stand,
+    and only a row :func:`start_new_row` moved is summed again."""
+    if start_new_row(c, n_known, W, b):
+        row_m[c], row_v[c] = margin_variance(slots, z, k, W, S, b, Sb, c)
+    changed = False
+    for row in range(n_known):
+        y = 1.0 if row == c else -1.0
+        changed |= update_row(slots, z, k, y, row_m[row], row_v[row], W, S, b, Sb, row, r, floor)
     return changed
 
 
