@@ -45,15 +45,19 @@ def assert_model(got, expected):
 @pytest.mark.parametrize("seed", range(20))
 def test_margin_variance_and_scores_match(seed):
     rng = np.random.default_rng([13, seed])
-    rows = 1 + seed % 3
+    rows = 1 + seed % 5
     model = random_model(rng, 12, rows, intercept=seed % 2 == 0)
-    slots, z = instance(rng, 12, int(rng.integers(0, 8)), unknown=seed % 4 == 0)
-    out_m, out_v = np.zeros(rows), np.zeros(rows)
+    slots, z = instance(rng, 12, int(rng.integers(0, 12)), unknown=seed % 4 == 0)
+    out_m, out_v = np.full(rows, np.nan), np.full(rows, np.nan)
     K.scores(slots, z, len(slots), model["W"], model["S"], model["b"], model["Sb"], out_m, out_v)
     for row in range(rows):
         m, v = naive.arow_margin_variance(slots, z, model, row)
         assert math.isclose(out_m[row], m, rel_tol=RTOL, abs_tol=1e-15)
         assert math.isclose(out_v[row], v, rel_tol=RTOL, abs_tol=1e-15)
+        # scores sums two rows per pass, each in margin_variance's order: the same bits
+        # (learn_row sums a row alone; the multiclass row loop learns from scores' sums)
+        alone = K.margin_variance(slots, z, len(slots), model["W"], model["S"], model["b"], model["Sb"], row)
+        assert np.array([out_m[row], out_v[row]]).tobytes() == np.array(alone).tobytes(), row
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -135,6 +139,36 @@ def test_a_new_class_starts_from_the_known_rows_mean(seed):
     K.learn_multiclass(slots, z, len(slots), c, c + 1, again["W"], again["S"], again["b"], again["Sb"], 2.0, 0.0)
     expected_again, _ = naive.arow_learn_multiclass(slots, z, c, c + 1, {k: v.copy() for k, v in got.items()}, 2.0)
     assert_model(again, expected_again)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_learn_multiclass_scored_is_learn_multiclass_to_the_bit(seed):
+    # the multiclass row loop learns from the margins it scored; the dict path sums
+    # each row again: the same model either way, a new class's first label included
+    rng = np.random.default_rng([29, seed])
+    rows = 4
+    model = random_model(rng, 9, rows)
+    model["W"] *= 0.05  # margins near 0: every row's loss is positive, every row moves
+    model["b"] *= 0.05
+    n_known = int(rng.integers(1, rows + 1))
+    c = int(rng.integers(0, n_known))
+    if seed % 3 == 0 and n_known > 1:  # the newest class, never learned: its row starts
+        c = n_known - 1
+        model["W"][c:] = 0.0
+        model["b"][c:] = 0.0
+    floor = 0.1 * (seed % 2)
+    slots, z = instance(rng, 9, int(rng.integers(1, 7)))
+    plain = {k: v.copy() for k, v in model.items()}
+    moved = K.learn_multiclass(slots, z, len(slots), c, n_known, plain["W"], plain["S"], plain["b"],
+                               plain["Sb"], 2.0, floor)
+    scored = {k: v.copy() for k, v in model.items()}
+    row_m, row_v = np.full(rows, np.nan), np.full(rows, np.nan)
+    K.scores(slots, z, len(slots), scored["W"], scored["S"], scored["b"], scored["Sb"], row_m, row_v)
+    assert K.learn_multiclass_scored(slots, z, len(slots), c, n_known, scored["W"], scored["S"], scored["b"],
+                                     scored["Sb"], 2.0, floor, row_m, row_v) == moved
+    for key in model:
+        assert scored[key].tobytes() == plain[key].tobytes(), key
+    assert moved and not np.array_equal(plain["W"], model["W"])
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -275,6 +309,34 @@ def test_bins_count_and_expand_match(seed):
     assert n == len(expected_slots) == len(slots) * (1 + n_bins)
     np.testing.assert_array_equal(out_slots[:n], expected_slots)
     np.testing.assert_allclose(out_z[:n], expected_z, rtol=RTOL, atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_count_expand_is_count_bins_then_expand_to_the_bit(seed):
+    # the one-pass kernel of the binary step and the multiclass row loop against the
+    # two kernels the dict path calls (themselves tested against naive above)
+    rng = np.random.default_rng([23, seed])
+    capacity, n_bins = 9, [0, 1, 2, 3, 8][seed % 5]
+    edges = arow_learner.bin_edges(n_bins)
+    freq = rng.dirichlet(np.ones(max(n_bins, 1)), size=capacity)[:, :n_bins]
+    count = rng.integers(0, 50, size=capacity)
+    forget = [0.0, 0.01, 0.5][seed % 3]
+    slots, z = instance(rng, capacity, int(rng.integers(0, 8)), unknown=seed % 4 == 0)
+    if len(edges):
+        z[: len(z) // 2] = edges[rng.integers(0, len(edges), size=len(z) // 2)]  # values on an edge
+    width = capacity * (1 + n_bins)
+    two_freq, one_freq = freq.copy(), freq.copy()
+    two_slots, one_slots = np.full(width, 7, dtype=np.int32), np.full(width, 7, dtype=np.int32)
+    two_z, one_z = np.full(width, 7.0), np.full(width, 7.0)
+    K.count_bins(slots, z, len(slots), edges, two_freq, count, forget)
+    n_two = K.expand(slots, z, len(slots), edges, two_freq, capacity, two_slots, two_z)
+    n_one = K.count_expand(slots, z, len(slots), edges, one_freq, count, forget, capacity, one_slots, one_z)
+    assert n_one == n_two == len(slots) * (1 + n_bins)
+    assert one_freq.tobytes() == two_freq.tobytes()
+    np.testing.assert_array_equal(one_slots, two_slots)
+    assert one_z.tobytes() == two_z.tobytes()
+    if len(slots) and n_bins > 1 and slots[-1] >= 0:
+        assert not np.array_equal(one_freq, freq)  # the frequencies did move
 
 
 

@@ -54,10 +54,26 @@ def margin_variance(slots, z, k, W, S, b, Sb, row):
 @jit
 def scores(slots, z, k, W, S, b, Sb, out_m, out_v):
     """Every row's margin and variance into ``out_m`` and ``out_v``."""
-    for c in range(W.shape[0]):
-        m, v = margin_variance(slots, z, k, W, S, b, Sb, c)
-        out_m[c] = m
-        out_v[c] = v
+    # Two rows per pass over the features: each row's sums in :func:`margin_variance`'s
+    # order (the same bits), but four chains of additions in flight instead of two,
+    # where a row alone waits on each addition before the next.
+    rows = W.shape[0]
+    for c in range(0, rows - 1, 2):
+        m0 = v0 = m1 = v1 = 0.0
+        for j in range(k):
+            s = slots[j]
+            if s >= 0:
+                zj = z[j]
+                m0 += W[c, s] * zj
+                v0 += S[c, s] * zj * zj
+                m1 += W[c + 1, s] * zj
+                v1 += S[c + 1, s] * zj * zj
+        out_m[c] = m0 + b[c]
+        out_v[c] = v0 + Sb[c]
+        out_m[c + 1] = m1 + b[c + 1]
+        out_v[c + 1] = v1 + Sb[c + 1]
+    if rows % 2:
+        out_m[rows - 1], out_v[rows - 1] = margin_variance(slots, z, k, W, S, b, Sb, rows - 1)
 
 
 @jit
@@ -112,6 +128,14 @@ def learn_row(slots, z, k, y, W, S, b, Sb, row, r, floor):
     for non-stationary regression", ALT 2011), so a channel learned long
     ago still moves when the concept drifts."""
     m, v = margin_variance(slots, z, k, W, S, b, Sb, row)
+    return update_row(slots, z, k, y, m, v, W, S, b, Sb, row, r, floor)
+
+
+@jit
+def update_row(slots, z, k, y, m, v, W, S, b, Sb, row, r, floor):
+    """:func:`learn_row` given ``(m, v)``, what :func:`margin_variance` gives for
+    ``row`` on these features with the model as it is: a caller that has just scored
+    them (and changed nothing since) does not sum the row again."""
     loss = 1.0 - y * m
     if loss <= 0.0:
         return False
@@ -176,12 +200,35 @@ def learn_multiclass(slots, z, k, c, n_known, W, S, b, Sb, r, floor):
     ``n_known`` counts ``c``'s class.  The newest class (``c = n_known - 1``),
     at its first label, first starts from the known rows' mean
     (:func:`start_row`).  True if any row moved."""
-    if c > 0 and c == n_known - 1 and fresh_row(c, W, b):
-        start_row(c, W, b)
+    start_new_row(c, n_known, W, b)
     changed = False
     for row in range(n_known):
         y = 1.0 if row == c else -1.0
         changed |= learn_row(slots, z, k, y, W, S, b, Sb, row, r, floor)
+    return changed
+
+
+@jit
+def start_new_row(c, n_known, W, b):
+    """:func:`start_row` for the newest class at its first label; True if it did."""
+    if c > 0 and c == n_known - 1 and fresh_row(c, W, b):
+        start_row(c, W, b)
+        return True
+    return False
+
+
+@jit
+def learn_multiclass_scored(slots, z, k, c, n_known, W, S, b, Sb, r, floor, row_m, row_v):
+    """:func:`learn_multiclass` given each known row's margin and variance on these
+    features with the model as it is (``row_m``, ``row_v``: what :func:`scores` gives,
+    before any class means): a row's update moves only that row, so the others' stand,
+    and only a row :func:`start_new_row` moved is summed again."""
+    if start_new_row(c, n_known, W, b):
+        row_m[c], row_v[c] = margin_variance(slots, z, k, W, S, b, Sb, c)
+    changed = False
+    for row in range(n_known):
+        y = 1.0 if row == c else -1.0
+        changed |= update_row(slots, z, k, y, row_m[row], row_v[row], W, S, b, Sb, row, r, floor)
     return changed
 
 
@@ -270,9 +317,11 @@ def adapt_threshold(threshold, wanted, target, gain):
 @jit
 def bin_of(value, edges):
     """The bin of ``value``: the number of ``edges`` (ascending) at or below it."""
+    # Counted over every edge rather than stopping at the first above: the same
+    # number for ascending edges, without a branch on the (random) value.
     b = 0
-    while b < len(edges) and value >= edges[b]:
-        b += 1
+    for e in range(len(edges)):
+        b += value >= edges[e]
     return b
 
 
@@ -323,6 +372,34 @@ def expand(slots, z, k, edges, bin_freq, capacity, out_slots, out_z):
 
 
 @jit
+def count_expand(slots, z, k, edges, bin_freq, count, forget, capacity, out_slots, out_z):
+    """:func:`count_bins` then :func:`expand` in one pass over the instance's channels,
+    each channel's bin found once: the same frequencies and features to the bit, as a
+    row's slots are distinct (a channel's frequencies move only at its own turn, before
+    its code reads them). Returns the number of features, ``k (1 + n_bins)``."""
+    n_bins = bin_freq.shape[1]
+    n = k
+    for j in range(k):
+        s = slots[j]
+        out_slots[j] = s
+        out_z[j] = z[j]
+        if s < 0:
+            for b in range(n_bins):
+                out_slots[n + b] = -1
+                out_z[n + b] = 0.0
+        else:
+            c = bin_of(z[j], edges)
+            a = max(1.0 / max(count[s], 1), forget)
+            for b in range(n_bins):
+                freq = (1.0 - a) * bin_freq[s, b] + (a if b == c else 0.0)
+                bin_freq[s, b] = freq
+                out_slots[n + b] = capacity + s * n_bins + b
+                out_z[n + b] = (1.0 if b == c else 0.0) - freq
+        n += n_bins
+    return n
+
+
+@jit
 def forget_bins(slot, bin_freq, capacity, W, S, prior_var):
     """A recycled slot's bin weights and frequencies start over."""
     n_bins = bin_freq.shape[1]
@@ -343,22 +420,23 @@ def decide_learn_binary(
     """A binary ``decide_one`` and the ``learn`` of its label in one call (the
     gateway's per-message path, where most readings carry their label): observe and
     standardize ``values`` in place (:func:`~edgelearn.kernels.channels.
-    observe_standardize`), :func:`count_bins`, :func:`expand` into ``feature_slots``
-    and ``feature_z``, :func:`margin_variance` of row 0 into ``out_m``, ``out_v``,
+    observe_standardize`), :func:`count_bins` and :func:`expand` into ``feature_slots``
+    and ``feature_z`` (in one pass: :func:`count_expand`), :func:`margin_variance` of row 0 into ``out_m``, ``out_v``,
     :func:`confidence`, :func:`draw_query` and, with ``adapt``, the budget's decision
     and the threshold's step (:func:`~edgelearn.kernels.rate_control.budgeted_query` on
     ``rng_state``, the learner's query state); then, if ``y`` (+1.0 or -1.0; 0.0: no label) is to be learned (always, or with
     ``only_if_asked`` only when the query was drawn), :func:`learn_row` on the same
     features (``learn`` expands the instance again from bin frequencies nothing has
-    moved since). The same functions in the same order as ``decide_one`` then
+    moved since; from the margin just scored, :func:`update_row`, as nothing has moved
+    the model either). The same functions in the same order as ``decide_one`` then
     ``learn``: the same bits, with one dispatch instead of nine. What changes per
     call comes first; the rest a learner passes as one :class:`BinaryModel`.
 
     Returns ``(margin, asked, threshold, learned)``."""
     observe_standardize(slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
                         True)
-    count_bins(slots, values, k, edges, bin_freq, count, forget)
-    n = expand(slots, values, k, edges, bin_freq, capacity, feature_slots, feature_z)
+    n = count_expand(slots, values, k, edges, bin_freq, count, forget, capacity, feature_slots,
+                     feature_z)
     m, v = margin_variance(feature_slots, feature_z, n, W, S, b, Sb, 0)
     out_m[0] = m
     out_v[0] = v
@@ -367,8 +445,8 @@ def decide_learn_binary(
                                       rng_state, target if adapt else 0.0, gain, THRESHOLD_MIN,
                                       THRESHOLD_MAX)
     learned = y != 0.0 and (asked or not only_if_asked)
-    if learned:
-        learn_row(feature_slots, feature_z, n, y, W, S, b, Sb, 0, r, floor)
+    if learned:  # nothing has moved the model since it was scored: its margin stands
+        update_row(feature_slots, feature_z, n, y, m, v, W, S, b, Sb, 0, r, floor)
     return margin, asked, threshold, learned
 
 

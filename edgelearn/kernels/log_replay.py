@@ -17,6 +17,8 @@ there) with its own label handling:
   That happens at most twice per stream.
 """
 
+import numpy as np
+
 from . import arow as ak
 from . import paacds as pk
 from ._jit import jit
@@ -274,16 +276,18 @@ def arow_multiclass_log_loop(
     """Multiclass ActiveAROW over rows ``start..`` of X, as ``decide_one`` then
     ``learn`` run it reading by reading, with the same kernels in the same order:
     :func:`gather_row` (the model forgets recycled slots: ``arow.forget_slot``,
-    ``arow.forget_bins``), ``channels.observe_standardize``, ``arow.count_bins``,
-    ``arow.expand``, ``arow.scores``, ``arow.confidence`` and ``arow.best_two`` of the
+    ``arow.forget_bins``), ``channels.observe_standardize``, ``arow.count_bins`` and
+    ``arow.expand`` (in one pass: ``arow.count_expand``), ``arow.scores``, ``arow.confidence`` and ``arow.best_two`` of the
     ``n_known`` classes, ``arow.query``, then (its margins moved by
     ``arow.add_class_means``) ``arow.best_two`` again for the prediction; then, for a
     label taken and learned (as in :func:`paacds_multiclass_log_loop`),
-    ``arow.learn_multiclass`` and ``arow.count_class_mean`` on the same features. Returns ``(row, status, threshold, n)``: DONE, or NEED_CLASS at row
+    ``arow.learn_multiclass`` (from the margins just scored: ``learn_multiclass_scored``)
+    and ``arow.count_class_mean`` on the same features. Returns ``(row, status, threshold, n)``: DONE, or NEED_CLASS at row
     ``row`` with its ``n`` model features in ``feature_slots``/``feature_z`` (call
     again with ``start=row, resume_n=n`` and ``n_known`` counting the new class)."""
     n = X.shape[0]
     n_rows = W.shape[0]
+    row_m = np.empty(n_rows)
     evicted_before = counters[N_EVICTED]
     i = start
     if resume_n >= 0:
@@ -307,9 +311,11 @@ def arow_multiclass_log_loop(
         observe_standardize(slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps,
                             z_max, True)
         counters[T] += 1
-        ak.count_bins(slots, vals, k, edges, bin_freq, count, forget)
-        n_features = ak.expand(slots, vals, k, edges, bin_freq, capacity, feature_slots, feature_z)
+        n_features = ak.count_expand(slots, vals, k, edges, bin_freq, count, forget, capacity,
+                                     feature_slots, feature_z)
         ak.scores(feature_slots, feature_z, n_features, W, S, b, Sb, out_m, out_v)
+        for row in range(n_known):  # the rows' own margins, for the learning (class means move out_m)
+            row_m[row] = out_m[row]
         margin, u = ak.confidence(out_m, out_v, n_known, False)
         best = -1
         if n_known > 0 and class_mean_weight != 0.0:
@@ -335,8 +341,8 @@ def arow_multiclass_log_loop(
         if usable and (ask or not active_learning):
             if code_class[c] < 0:
                 return i, NEED_CLASS, threshold, n_features
-            ak.learn_multiclass(feature_slots, feature_z, n_features, code_class[c], n_known,
-                                W, S, b, Sb, r, floor)
+            ak.learn_multiclass_scored(feature_slots, feature_z, n_features, code_class[c], n_known,
+                                       W, S, b, Sb, r, floor, row_m, out_v)
             ak.count_class_mean(feature_slots, feature_z, n_features, capacity, code_class[c], class_sums,
                                 class_counts)
         i += 1
