@@ -231,7 +231,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         "learn_intercept": Boolean(),
         "variance_floor": Interval(float, 0, _PRIOR_VAR, closed="left"),
         "n_bins": Interval(int, 0, None),
-        "class_mean_weight": Interval(float, 0, None),
+        "class_mean_weight": Interval(float, 0, None, closed="left"),
         "n_classes": Interval(int, 2, None),
         "capacity": Interval(int, 1, None),
         "evict_after": Interval(int, 1, None),
