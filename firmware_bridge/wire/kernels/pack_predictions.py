@@ -140,9 +140,8 @@ def pack_prediction_messages(seq: np.ndarray, ts: np.ndarray, y_index: np.ndarra
     stream's queued batches answers each batch with its own message; writing them
     one call each cost more than the writing (``Pipeline.handle_many``)."""
     out, ends = _written(seq, ts, y_index, y_packed, score, query, bounds)
-    data = out.tobytes()
-    starts = [0, *ends[:-1].tolist()]
-    return [data[a:b] for a, b in zip(starts, ends.tolist())]
+    ends = ends.tolist()
+    return [out[a:b].tobytes() for a, b in zip([0, *ends[:-1]], ends)]
 
 
 #: The labels' pools by their packed bytes: a stream's labels are the same few on every
