@@ -52,8 +52,8 @@ def test_tiny_measurement_beside_river(tmp_path):
     assert list(table) == ["base", '{"variance_floor": 0.5}']
     for rows in table.values():
         assert set(rows) == {(p, f) for p in ("paacds", "haphazard") for f in ("binary", "multiclass")}
-        for acc, f1, dacc, df1, rate in rows.values():
-            assert 0 < acc <= 100 and 0 <= f1 <= 100 and -100 < dacc < 100
+        for acc, f1, dacc, df1, rate, balanced in rows.values():
+            assert 0 < acc <= 100 and 0 <= f1 <= 100 and -100 < dacc < 100 and 0 < balanced <= 100
             assert 5 < rate <= 10.5  # the 10% budget held on a 267- and a 366-reading stream
 
 

@@ -100,7 +100,9 @@ Run from the repository root (``base`` is the learner as it is)::
     .venv/bin/python tools/label_budget_variants.py base '{"bin_prior": 0.5}' --jobs 2
 
 One line per variant: mean accuracy and F1 per protocol and family, the gap to
-River with every label in parentheses, and the labels used.
+River with every label in parentheses, the labels used and the balanced accuracy;
+``--per-task`` adds a line per protocol, task and variant (and River) with its mean
+accuracy, F1 and balanced accuracy.
 """
 
 from __future__ import annotations
@@ -525,8 +527,12 @@ class Variant(BeliefVariants, Base):
         self._buf_n += 1
 
 
-def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=None, multiclass_tasks=None):
-    """``{variant name: {(protocol, family): (accuracy, F1, accuracy gap, F1 gap, labels %)}}``."""
+def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=None, multiclass_tasks=None,
+            per_task: dict | None = None):
+    """``{variant name: {(protocol, family): (accuracy, F1, accuracy gap, F1 gap, labels %,
+    balanced accuracy)}}``; ``per_task``, if given, is filled with ``{(protocol, task, name):
+    (accuracy, F1, balanced accuracy)}``, means over the seeds (River's run with every label
+    under its own name)."""
     tool = _sibling("results_label_budget")
     families_module = tool._families()
     seeds = tuple(seeds or tool.TUNE_SEEDS)
@@ -564,8 +570,16 @@ def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=No
                 def mean(method, pr, metric):
                     return 100 * float(np.mean([results[(p, t, s, method, tool.frozen(pr))][metric]
                                                 for t in tasks for s in seeds]))
-                acc, f1, rate = (mean(tool.OURS, params_of(v), m) for m in ("accuracy", "f1", "query_rate"))
-                rows[(p, family)] = (acc, f1, acc - mean(rival, {}, "accuracy"), f1 - mean(rival, {}, "f1"), rate)
+                acc, f1, rate, balanced = (mean(tool.OURS, params_of(v), m)
+                                           for m in ("accuracy", "f1", "query_rate", "balanced_accuracy"))
+                rows[(p, family)] = (acc, f1, acc - mean(rival, {}, "accuracy"), f1 - mean(rival, {}, "f1"), rate,
+                                     balanced)
+                for t in tasks if per_task is not None else ():
+                    for name, method, pr in ((rival, rival, {}), (json.dumps(v) if v else "base", tool.OURS,
+                                                                  params_of(v))):
+                        per_task[(p, t, name)] = tuple(
+                            100 * float(np.mean([results[(p, t, s, method, tool.frozen(pr))][m] for s in seeds]))
+                            for m in ("accuracy", "f1", "balanced_accuracy"))
         table[json.dumps(v) if v else "base"] = rows
     return table
 
@@ -579,17 +593,23 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", default=None,
                         help="comma-separated tuning seeds (default: results_label_budget's 1000,1001,1002; "
                              "never the reported 0-9)")
+    parser.add_argument("--per-task", action="store_true",
+                        help="also each task's mean accuracy, per protocol, beside River's with every label")
     args = parser.parse_args(argv)
     variants = [{} if v == "base" else {k: tuple(x) if isinstance(x, list) else x for k, x in json.loads(v).items()}
                 for v in args.variants]  # a list (hedge's r values) as a tuple: units are hashable
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     if seeds and min(seeds) < 1000:
         parser.error(f"--seeds must be tuning seeds (1000 or more): the pages report seeds 0-9; got {args.seeds}")
-    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None, seeds=seeds)
+    per_task = {} if args.per_task else None
+    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None, seeds=seeds, per_task=per_task)
     for name, rows in table.items():
-        cells = [f"{p} {family}: accuracy {acc:.1f} ({dacc:+.1f}), F1 {f1:.1f} ({df1:+.1f}), labels {rate:.1f}%"
-                 for (p, family), (acc, f1, dacc, df1, rate) in rows.items()]
+        cells = [f"{p} {family}: accuracy {acc:.1f} ({dacc:+.1f}), F1 {f1:.1f} ({df1:+.1f}), labels {rate:.1f}%, "
+                 f"balanced accuracy {balanced:.1f}"
+                 for (p, family), (acc, f1, dacc, df1, rate, balanced) in rows.items()]
         print(name, "|", " | ".join(cells), flush=True)
+    for (p, t, name), (acc, f1, balanced) in (per_task or {}).items():
+        print(f"per task | {p} | {t} | {name} | accuracy {acc:.1f}, F1 {f1:.1f}, balanced accuracy {balanced:.1f}")
     return 0
 
 
