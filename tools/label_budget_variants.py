@@ -84,6 +84,10 @@ Variants (keys of the JSON object; any of ActiveAROW's parameters may be given t
 * ``r_v``: AROW's ``r`` plus ``r_v v``, so no label moves its margin by more than
   ``1 / (1 + r_v)`` of the way (needs ``mode``);
 * ``quiet``: no label is asked for the first ``quiet`` readings;
+* ``logit_adj``: multiclass prediction by the margins (with the class means) minus
+  ``logit_adj log(prior_c)``, ``prior_c`` the share of class ``c`` among the labels
+  learned (one pseudo-label each): the logit adjustment of Menon et al. ("Long-tail
+  learning via logit adjustment", ICLR 2021), for macro F1;
 * ``bb_prior``, ``bncm``: ``b_prior`` and ``ncm`` for a binary learner only;
 * ``refit`` (readings), ``refit_z``, ``refit_cap``: at each reading named, the belief
   goes back to its prior and learns every label asked so far again, in order, with
@@ -236,6 +240,15 @@ class Variant(BeliefVariants, Base):
             order = np.argsort(-total, kind="stable")
             best, runner = int(order[0]), int(order[1])
             return best, float(total[best] - total[runner])
+        if "logit_adj" in v and not self.binary:
+            code, margin = super()._score(slots, z)
+            n_known = len(self.targets.labels)
+            if n_known < 2:
+                return code, margin
+            counts = self.class_counts[:n_known] + 1.0
+            total = self._m[:n_known] - float(v["logit_adj"]) * np.log(counts / counts.sum())
+            order = np.argsort(-total, kind="stable")
+            return int(order[0]), float(total[order[0]] - total[order[1]])
         if "probit_mc" in v and not self.binary:
             code, margin = super()._score(slots, z)
             n_known = len(self.targets.labels)
