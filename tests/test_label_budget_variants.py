@@ -52,8 +52,8 @@ def test_tiny_measurement_beside_river(tmp_path):
     assert list(table) == ["base", '{"variance_floor": 0.5}']
     for rows in table.values():
         assert set(rows) == {(p, f) for p in ("paacds", "haphazard") for f in ("binary", "multiclass")}
-        for acc, f1, dacc, df1, rate in rows.values():
-            assert 0 < acc <= 100 and 0 <= f1 <= 100 and -100 < dacc < 100
+        for acc, f1, dacc, df1, rate, balanced in rows.values():
+            assert 0 < acc <= 100 and 0 <= f1 <= 100 and -100 < dacc < 100 and 0 < balanced <= 100
             assert 5 < rate <= 10.5  # the 10% budget held on a 267- and a 366-reading stream
 
 
@@ -66,3 +66,33 @@ def test_seeds_must_be_tuning_seeds(capsys):
     else:
         raise AssertionError("a reported seed was accepted")
     assert "--seeds must be tuning seeds (1000 or more)" in capsys.readouterr().err
+
+
+def test_a_hedge_of_the_learner_alone_is_the_learner():
+    # a second belief at the learner's own r learns the same steps and never leads
+    tool = load_tool("label_budget_variants")
+    for n_classes in (2, 4):
+        stream = _stream(n_classes)
+        base = tool.Base(target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
+        hedged = tool.Variant({"hedge": (80.0,)}, target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
+        a, b = prequential(base, stream), prequential(hedged, stream)
+        assert np.array_equal(a.predictions, b.predictions) and np.array_equal(a.asked, b.asked)
+        assert np.array_equal(hedged.W, base.W) and np.array_equal(hedged._models[1][0], base.W)
+
+
+def test_refit_keeps_the_raw_values_and_changes_the_first_predictions():
+    tool = load_tool("label_budget_variants")
+    stream = _stream(2)
+    # refit_z: what the learner keeps of an asked reading is its raw values, rebuilt from z
+    keeper = tool.Variant({"refit": (10**6,), "refit_z": 1}, target_query_rate=0.1, seed=5, capacity=8)
+    kept = prequential(keeper, stream)
+    asked = [x for (x, _), a in zip(stream, kept.asked) if a]
+    assert len(keeper._early) == len(asked) > 20
+    for (slots, values), x in zip((e[0] for e in keeper._early), asked):
+        np.testing.assert_allclose(sorted(values), sorted(x.values()), rtol=1e-9, atol=1e-9)
+    base = prequential(tool.Base(target_query_rate=0.1, seed=5, capacity=8), stream)
+    refit = prequential(tool.Variant({"refit": (10, 20, 40), "refit_z": 1}, target_query_rate=0.1, seed=5,
+                                     capacity=8), stream)
+    assert np.array_equal(refit.predictions[:10], base.predictions[:10])  # the first refit is before reading 11
+    assert not np.array_equal(refit.predictions, base.predictions)
+    assert np.mean(refit.asked) < 0.12

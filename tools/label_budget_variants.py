@@ -66,14 +66,47 @@ Variants (keys of the JSON object; any of ActiveAROW's parameters may be given t
 * ``prior_shift``: after that many labels, the binary prediction's odds
   ``Phi(m / sqrt(1 + v))`` are moved from the asked labels' class share to the
   stream's, estimated with weights ``1 / max(p, target)`` (Saerens et al.,
-  Neural Computation 2002).
+  Neural Computation 2002);
+* ``mode: "adf"``: the probit's assumed density filtering instead of AROW's step
+  (AdPredictor: Graepel et al., ICML 2010), its noise variance ``adf_b2``
+  (default ``r``): ``t = y m / sqrt(adf_b2 + v)``, ``W += y S z v(t) / sqrt(adf_b2 + v)``,
+  ``S -= S^2 z^2 v(t) (v(t) + t) / (adf_b2 + v)``, on every asked label;
+* ``ep`` (window), ``ep_b2``, ``ep_sweeps``: expectation propagation of that probit
+  over the last ``ep`` asked labels (``ep: 1`` is the ``adf`` mode without the floor);
+* ``hedge`` (a list of ``r``), ``hedge_adf``, ``hedge_decay``: beliefs at those ``r``
+  (or, with ``hedge_adf``, learning by the ``adf`` mode) beside the learner's own,
+  each learning every asked label; the prediction and the query read the one with
+  the fewest mistakes on the asked labels so far (each counted before learning it);
+* ``gd``: a binary learner predicts by the naive-Bayes score of ``nb`` instead of
+  AROW's margin while the score has made fewer mistakes (by more than ``gd``) on the
+  asked labels (Ng & Jordan's regime, detected online); ``gd_decay`` forgets them;
+* ``u_pow``: the binary query reads ``|m| / sd^u_pow`` (1 is the learner's rule);
+* ``r_v``: AROW's ``r`` plus ``r_v v``, so no label moves its margin by more than
+  ``1 / (1 + r_v)`` of the way (needs ``mode``);
+* ``quiet``: no label is asked for the first ``quiet`` readings;
+* ``logit_adj``: multiclass prediction by the margins (with the class means) minus
+  ``logit_adj log(prior_c)``, ``prior_c`` the share of class ``c`` among the labels
+  learned (one pseudo-label each): the logit adjustment of Menon et al. ("Long-tail
+  learning via logit adjustment", ICLR 2021), for macro F1;
+* ``bb_prior``, ``bncm``: ``b_prior`` and ``ncm`` for a binary learner only;
+* ``refit`` (readings), ``refit_z``, ``refit_cap``: at each reading named, the belief
+  goes back to its prior and learns every label asked so far again, in order, with
+  the channels' standardization and bins as they are then (the first labels were
+  learned on ``z`` from a few readings' statistics); ``refit_z`` keeps, instead of
+  the reading, the raw values its ``z`` stands for under the statistics ``learn``
+  sees (all a learner given ``(slots, z)`` can keep); refits stop after the last
+  reading named, or once more than ``refit_cap`` labels are kept.
+
+``ep``, ``hedge`` and ``refit`` live in ``tools/label_budget_belief_variants.py``.
 
 Run from the repository root (``base`` is the learner as it is)::
 
     .venv/bin/python tools/label_budget_variants.py base '{"bin_prior": 0.5}' --jobs 2
 
 One line per variant: mean accuracy and F1 per protocol and family, the gap to
-River with every label in parentheses, and the labels used.
+River with every label in parentheses, the labels used and the balanced accuracy;
+``--per-task`` adds a line per protocol, task and variant (and River) with its mean
+accuracy, F1 and balanced accuracy.
 """
 
 from __future__ import annotations
@@ -106,9 +139,11 @@ def _sibling(name: str):
 
 
 Base = edgelearn.ActiveAROW
+_BELIEFS = _sibling("label_budget_belief_variants")  # the ep, hedge and refit switches, and probit_v
+BeliefVariants, probit_v = _BELIEFS.BeliefVariants, _BELIEFS.probit_v
 
 
-class Variant(Base):
+class Variant(BeliefVariants, Base):
     """ActiveAROW with the variant named by ``variant`` (pairs or a dict; see the module docstring)."""
 
     @classmethod
@@ -120,9 +155,13 @@ class Variant(Base):
         v.pop("code", None)  # the tool's digest, for the cache key only
         kw.update({k: value for k, value in v.items() if k in Base._param_names()})
         super().__init__(**kw)
+        if "bncm" in v and self.binary:  # ncm for a binary learner only (a multiclass one has class_mean_weight)
+            v["ncm"] = v["bncm"]
         self._variant = v
         if "bin_prior" in v:
             self.S[:, self.capacity:] = v["bin_prior"]
+        if "bb_prior" in v and self.binary:  # b_prior for a binary learner only
+            v["b_prior"] = v["bb_prior"]
         if "b_prior" in v and self.learn_intercept:
             self.Sb[:] = v["b_prior"]
         if "replay" in v:
@@ -133,7 +172,9 @@ class Variant(Base):
             self._buf_y = np.zeros(n, dtype=np.int64)
             self._buf_n = 0
             self._draws = np.random.default_rng(kw.get("seed", 0) + 77)
-        if "nb" in v:
+        if "gd" in v:  # mistakes on the asked labels, before learning them: AROW's, the naive Bayes score's
+            self._gd_err = [0.0, 0.0]
+        if "nb" in v or "gd" in v:
             self._nb_n = np.zeros((2, self.capacity))
             self._nb_s = np.zeros((2, self.capacity))
             self._nb_q = np.zeros((2, self.capacity))
@@ -156,6 +197,7 @@ class Variant(Base):
         if "ncm" in v:  # class sums of the standardized channels of the asked labels, and counts
             self._ncm_s = np.zeros((max(self.n_classes, 2), self.capacity))
             self._ncm_n = np.zeros(max(self.n_classes, 2))
+        self._init_beliefs(v)
         self._shares = [0.0, 0.0, 0.0, 0.0]  # prior_shift: asked positives, negatives, and 1/p-weighted
         self._p_last = 1.0
         self._class_labels = np.zeros(max(self.n_classes, 2)) if "rare_q" in v else None
@@ -171,6 +213,9 @@ class Variant(Base):
 
     def _score_variant(self, slots, z):
         v = self._variant
+        if "hedge" in v:
+            self._use(self._leader)
+            return Base._score(self, slots, z)
         if "ncm" in v and self.binary:
             code, margin = super()._score(slots, z)
             if min(self._ncm_n[:2]) == 0:
@@ -195,6 +240,15 @@ class Variant(Base):
             order = np.argsort(-total, kind="stable")
             best, runner = int(order[0]), int(order[1])
             return best, float(total[best] - total[runner])
+        if "logit_adj" in v and not self.binary:
+            code, margin = super()._score(slots, z)
+            n_known = len(self.targets.labels)
+            if n_known < 2:
+                return code, margin
+            counts = self.class_counts[:n_known] + 1.0
+            total = self._m[:n_known] - float(v["logit_adj"]) * np.log(counts / counts.sum())
+            order = np.argsort(-total, kind="stable")
+            return int(order[0]), float(total[order[0]] - total[order[1]])
         if "probit_mc" in v and not self.binary:
             code, margin = super()._score(slots, z)
             n_known = len(self.targets.labels)
@@ -216,6 +270,11 @@ class Variant(Base):
             p = min(max(p, 1e-9), 1.0 - 1e-9)
             odds = p / (1 - p) * (stream_share / (1 - stream_share)) / (asked_share / (1 - asked_share))
             return odds > 1.0, margin
+        if "gd" in v and self.binary:
+            code, margin = super()._score(slots, z)
+            if self._gd_err[1] + float(v["gd"]) < self._gd_err[0]:
+                return self._nb_score(slots, z) > 0.0, margin
+            return code, margin
         if "nb" in v and self.binary:
             f = self._nb_score(slots, z)
             fs, fz = self._features(slots, z)
@@ -227,6 +286,10 @@ class Variant(Base):
         return super()._score(slots, z)
 
     def _ask(self, margin):
+        if self.channels.t <= int(self._variant.get("quiet", 0)):  # no label asked for the first readings
+            return False
+        if "u_pow" in self._variant and self.binary:  # |m| / sd^u_pow: 1 is the learner's, 0 the raw margin
+            self._u = abs(float(self._m[0])) / max(float(self._v[0]), 1e-300) ** (0.5 * float(self._variant["u_pow"]))
         a = self._variant.get("rare_q")
         if a and self._class_labels is not None and self._class_labels.sum() > 0:
             n_known = max(len(self.targets.labels), 2)
@@ -320,6 +383,14 @@ class Variant(Base):
         if extra is not None:
             m += extra[1][0] * extra[0]
             var += extra[2][0] * extra[0] ** 2
+        if mode == "adf":  # probit moment matching (AdPredictor), its noise variance adf_b2
+            s2 = float(self._variant.get("adf_b2", r)) + var
+            t = y * m / math.sqrt(s2)
+            vt = probit_v(t)
+            alpha, beta = vt / math.sqrt(s2), vt * (vt + t) / s2
+            self._step(row, fs, fz, y, alpha, beta)
+            return
+        r = r + float(self._variant.get("r_v", 0.0)) * var  # r_v: no label moves its margin past 1 / (1 + r_v)
         loss = 1.0 - y * m
         if loss <= 0.0:
             if mode == "var":
@@ -336,6 +407,12 @@ class Variant(Base):
 
     def learn(self, slots, z, y):
         v = self._variant
+        if v.get("refit"):
+            self._keep_early(slots, z, y)
+        if "ep" in v:
+            return self._ep_learn(slots, z, y)
+        if "hedge" in v:
+            return self._hedge_learn(slots, z, y)
         if "r_ramp" in v:
             self._labels_learned = getattr(self, "_labels_learned", 0) + 1
             self._r = float(self.r) * min(1.0, self._labels_learned / v["r_ramp"])
@@ -349,6 +426,18 @@ class Variant(Base):
             side = 0 if self.targets.sign(y) > 0 else 1
             self._shares[side] += 1.0
             self._shares[2 + side] += w
+        if "gd" in v and self.binary:
+            sign = self.targets.sign(y)
+            f = self._nb_score(slots, z)
+            fs, fz = self._features(slots, z)
+            m = K.margin_variance(fs, fz, len(fs), self.W, self.S, self.b, self.Sb, 0)[0]
+            decay = float(v.get("gd_decay", 1.0))
+            self._gd_err = [decay * self._gd_err[0] + (sign * m <= 0.0), decay * self._gd_err[1] + (sign * f <= 0.0)]
+            ok = slots >= 0
+            c = 1 if sign > 0 else 0
+            self._nb_n[c, slots[ok]] += 1.0
+            self._nb_s[c, slots[ok]] += z[ok]
+            self._nb_q[c, slots[ok]] += z[ok] ** 2
         if "nb" in v and self.binary:
             sign = self.targets.sign(y)
             f = self._nb_score(slots, z)
@@ -451,8 +540,12 @@ class Variant(Base):
         self._buf_n += 1
 
 
-def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=None, multiclass_tasks=None):
-    """``{variant name: {(protocol, family): (accuracy, F1, accuracy gap, F1 gap, labels %)}}``."""
+def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=None, multiclass_tasks=None,
+            per_task: dict | None = None):
+    """``{variant name: {(protocol, family): (accuracy, F1, accuracy gap, F1 gap, labels %,
+    balanced accuracy)}}``; ``per_task``, if given, is filled with ``{(protocol, task, name):
+    (accuracy, F1, balanced accuracy)}``, means over the seeds (River's run with every label
+    under its own name)."""
     tool = _sibling("results_label_budget")
     families_module = tool._families()
     seeds = tuple(seeds or tool.TUNE_SEEDS)
@@ -465,8 +558,8 @@ def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=No
     # process and the workers it forks, and is put back after.
 
     # A cached run is keyed by edgelearn's code (results_label_budget.code_version) and
-    # by its parameters; a variant's also by this file's code, which makes it.
-    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    # by its parameters; a variant's also by this file's code and its sibling's, which make it.
+    code = hashlib.sha256(Path(__file__).read_bytes() + Path(_BELIEFS.__file__).read_bytes()).hexdigest()[:16]
 
     def params_of(variant):
         params = {"target_query_rate": BUDGET}
@@ -490,8 +583,16 @@ def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=No
                 def mean(method, pr, metric):
                     return 100 * float(np.mean([results[(p, t, s, method, tool.frozen(pr))][metric]
                                                 for t in tasks for s in seeds]))
-                acc, f1, rate = (mean(tool.OURS, params_of(v), m) for m in ("accuracy", "f1", "query_rate"))
-                rows[(p, family)] = (acc, f1, acc - mean(rival, {}, "accuracy"), f1 - mean(rival, {}, "f1"), rate)
+                acc, f1, rate, balanced = (mean(tool.OURS, params_of(v), m)
+                                           for m in ("accuracy", "f1", "query_rate", "balanced_accuracy"))
+                rows[(p, family)] = (acc, f1, acc - mean(rival, {}, "accuracy"), f1 - mean(rival, {}, "f1"), rate,
+                                     balanced)
+                for t in tasks if per_task is not None else ():
+                    for name, method, pr in ((rival, rival, {}), (json.dumps(v) if v else "base", tool.OURS,
+                                                                  params_of(v))):
+                        per_task[(p, t, name)] = tuple(
+                            100 * float(np.mean([results[(p, t, s, method, tool.frozen(pr))][m] for s in seeds]))
+                            for m in ("accuracy", "f1", "balanced_accuracy"))
         table[json.dumps(v) if v else "base"] = rows
     return table
 
@@ -505,16 +606,23 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", default=None,
                         help="comma-separated tuning seeds (default: results_label_budget's 1000,1001,1002; "
                              "never the reported 0-9)")
+    parser.add_argument("--per-task", action="store_true",
+                        help="also each task's mean accuracy, per protocol, beside River's with every label")
     args = parser.parse_args(argv)
-    variants = [{} if v == "base" else json.loads(v) for v in args.variants]
+    variants = [{} if v == "base" else {k: tuple(x) if isinstance(x, list) else x for k, x in json.loads(v).items()}
+                for v in args.variants]  # a list (hedge's r values) as a tuple: units are hashable
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     if seeds and min(seeds) < 1000:
         parser.error(f"--seeds must be tuning seeds (1000 or more): the pages report seeds 0-9; got {args.seeds}")
-    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None, seeds=seeds)
+    per_task = {} if args.per_task else None
+    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None, seeds=seeds, per_task=per_task)
     for name, rows in table.items():
-        cells = [f"{p} {family}: accuracy {acc:.1f} ({dacc:+.1f}), F1 {f1:.1f} ({df1:+.1f}), labels {rate:.1f}%"
-                 for (p, family), (acc, f1, dacc, df1, rate) in rows.items()]
+        cells = [f"{p} {family}: accuracy {acc:.1f} ({dacc:+.1f}), F1 {f1:.1f} ({df1:+.1f}), labels {rate:.1f}%, "
+                 f"balanced accuracy {balanced:.1f}"
+                 for (p, family), (acc, f1, dacc, df1, rate, balanced) in rows.items()]
         print(name, "|", " | ".join(cells), flush=True)
+    for (p, t, name), (acc, f1, balanced) in (per_task or {}).items():
+        print(f"per task | {p} | {t} | {name} | accuracy {acc:.1f}, F1 {f1:.1f}, balanced accuracy {balanced:.1f}")
     return 0
 
 
