@@ -30,11 +30,12 @@ inline = compiled(inline="always")
 # A helper called once per reading, too big to inline, allocates nothing and returns
 # no array: compiled without reference counting (``edgelearn.kernels._jit``'s
 # ``jit_without_refcounts``), so its call does not incref and decref its 25 arrays.
-# decode_payloads too: with reference counting, its calls of that helper still spent
-# about half of its time in NRT_incref and NRT_decref (perf, 200,000 messages of 32
-# channels: 112 ms, 55 ms without). scan_records keeps it: compiled without, it made
-# decode_payloads twice as slow again in the same measurement (and itself 15% faster),
-# which we have not explained; measure both before changing either.
+# decode_payloads too: with reference counting, its calls of that helper still
+# increfed and decrefed them, the two hottest addresses of a decode loop under perf.
+# scan_records keeps it: compiled without (alone, or its per-record work in a helper
+# compiled without), it ran faster but decode_payloads became twice as slow again, as
+# before this change; not explained. Time both (tools/bench_compare.py's log replay
+# rows) before changing either.
 without_refcounts = compiled(_nrt=False)
 
 # Statuses returned by the kernels.
