@@ -340,6 +340,38 @@ def test_count_expand_is_count_bins_then_expand_to_the_bit(seed):
 
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_count_expand_score_is_count_expand_then_margin_variance_to_the_bit(seed):
+    # the binary step's one pass (features, bin frequencies, margin and variance)
+    # against the two kernels it fuses, and the margin against the plain reference
+    rng = np.random.default_rng([29, seed])
+    capacity, n_bins = 9, [0, 1, 2, 3, 8][seed % 5]
+    edges = arow_learner.bin_edges(n_bins)
+    freq = rng.dirichlet(np.ones(max(n_bins, 1)), size=capacity)[:, :n_bins]
+    count = rng.integers(0, 50, size=capacity)
+    forget = [0.0, 0.01, 0.5][seed % 3]
+    slots, z = instance(rng, capacity, int(rng.integers(0, 8)), unknown=seed % 4 == 0)
+    if len(edges):
+        z[: len(z) // 2] = edges[rng.integers(0, len(edges), size=len(z) // 2)]  # values on an edge
+    width = capacity * (1 + n_bins)
+    model = random_model(rng, width, 1, intercept=seed % 2 == 0)
+    two_freq, one_freq = freq.copy(), freq.copy()
+    two_slots, one_slots = np.full(width, 7, dtype=np.int32), np.full(width, 7, dtype=np.int32)
+    two_z, one_z = np.full(width, 7.0), np.full(width, 7.0)
+    n_two = K.count_expand(slots, z, len(slots), edges, two_freq, count, forget, capacity, two_slots, two_z)
+    m_two, v_two = K.margin_variance(two_slots, two_z, n_two, model["W"], model["S"], model["b"], model["Sb"], 0)
+    n_one, m_one, v_one = K.count_expand_score(slots, z, len(slots), edges, one_freq, count, forget, capacity,
+                                               model["W"], model["S"], model["b"], model["Sb"], one_slots, one_z)
+    assert n_one == n_two
+    assert one_freq.tobytes() == two_freq.tobytes()
+    np.testing.assert_array_equal(one_slots, two_slots)
+    assert one_z.tobytes() == two_z.tobytes()
+    assert np.array([m_one, v_one]).tobytes() == np.array([m_two, v_two]).tobytes()
+    m_r, v_r = naive.arow_margin_variance(list(one_slots[:n_one]), list(one_z[:n_one]), model, 0)
+    assert math.isclose(m_one, m_r, rel_tol=RTOL, abs_tol=1e-12)
+    assert math.isclose(v_one, v_r, rel_tol=RTOL, abs_tol=1e-12)
+
+
 # (n_bins, forget, intercept, floor, target, r): target 0 keeps the threshold fixed
 DECIDE_LEARN_CASES = [
     (8, 0.0, True, 0.3, 0.2, 80.0),

@@ -42,3 +42,16 @@ def test_kinds_writes_the_new_tasks_section_and_keeps_the_rest(tmp_path):
     page = out.read_text()
     assert page.count(bench_log_replay.TASK_SECTION) == 1
     assert "| surprise (anomaly) | msgpack log, jitted (`edgelearn replay LOG`) | 300 |" in page
+
+
+def test_command_only_prints_the_whole_command_figures_and_leaves_the_page(tmp_path, capsys):
+    out = tmp_path / "page.md"
+    out.write_text("the page\n")
+    assert bench_log_replay.main(["--command-only", "--command-n", "300", "--command-d", "4",
+                                  "--rounds", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert out.read_text() == "the page\n"
+    assert printed.startswith("PAACDS array replay: wall ")
+    for kind in ("active_arow", "paacds"):
+        assert f"\n{kind}: wall " in printed and "of the array replay" in printed
+    assert "path jitted" in printed and "load average" in printed

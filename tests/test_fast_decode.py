@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from firmware_bridge.wire.bulk_decode import REC_BATCH, REC_PYTHON, REC_SINGLE, FastDecoder
+from firmware_bridge.wire.bulk_decode import REC_BATCH, REC_PYTHON, REC_SINGLE, ByteTable, FastDecoder
 from firmware_bridge.wire.kernels import msgpack_scan as k
 from firmware_bridge.wire import (
     DataBatch,
@@ -279,6 +279,28 @@ def test_crc32_and_fnv1a_match_their_references(data):
         if start <= len(data):
             assert k.crc32(buf, start, len(data)) == zlib.crc32(data[start:])
     assert k.fnv1a(buf, 0, len(data)) == fnv1a_reference(data)
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(st.binary(max_size=9), min_size=1, max_size=400, unique=True), st.randoms())
+def test_the_short_names_cache_finds_what_the_names_table_finds(names, rnd):
+    # Names of up to 7 bytes go through a direct-mapped cache keyed by their packed
+    # bytes; it must give the table's id (or -1) for any bytes, NULs and prefixes
+    # included ("a", "a\0"), when slots collide, and on a repeat from the cache.
+    table = ByteTable()
+    for i, name in enumerate(names):
+        if i % 3:  # a third unknown to the table: -1, never cached
+            table.add(name, name, True)
+    short = k.new_short_names()
+    lookups = names * 3
+    rnd.shuffle(lookups)
+    for name in lookups:
+        src = np.frombuffer(name + b"\xcb" + bytes(8), dtype=np.uint8)  # a value follows a name
+        want = table.find(name)
+        if len(name) <= k.SHORT_NAME_BYTES:
+            got = k.short_name_find(short, table.keys, table.vals, table.pool, table.off, table.length,
+                                    src, 0, len(name))
+            assert got == want, name
 
 
 def _log(tmp_path, n=40):

@@ -21,7 +21,8 @@ The whole-command section (issue 25's measure) runs ``edgelearn replay LOG`` as 
 subprocess over --command-n messages of --command-d channels for each kind,
 alternating with PAACDS's array replay of the same rows in this process, and takes
 the command's start-up off (the same command on a one-message log, measured in
-the same rounds).
+the same rounds). ``--command-only`` runs that section alone and prints its figures
+(the page is left as it is): ``python tools/bench_log_replay.py --command-only --rounds 5``.
 
 ``--kinds surprise,arow_regressor`` (the new tasks' default learners: anomaly and
 regression) measures only those kinds, jitted log replay against the per-message
@@ -282,6 +283,24 @@ def whole_commands(X, y, folder: Path, rounds: int) -> dict:
     return out
 
 
+def command_summary(commands: dict) -> str:
+    """:func:`whole_commands`' figures as lines of text: per kind its replay time
+    (best command less best start-up) and its ratio to the array replay's, wall and
+    CPU, with the medians of the rounds beside them; then the load average."""
+    a = commands["array"]
+    lines = [f"PAACDS array replay: wall {a['best_wall']:.3f} s, CPU {a['best_cpu']:.3f} s"]
+    for kind in KINDS:
+        c = commands[kind]
+        lines.append(
+            f"{kind}: wall {c['best_wall']:.3f} s ({a['best_wall'] / c['best_wall']:.2f} of the array "
+            f"replay; median of rounds {a['best_wall'] / c['median_wall']:.2f}), CPU {c['best_cpu']:.3f} s "
+            f"({a['best_cpu'] / c['best_cpu']:.2f}; median {a['best_cpu'] / c['median_cpu']:.2f}), "
+            f"path {c['path']}")
+    lines.append("load average: " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
+                 if Path("/proc/loadavg").exists() else "load average: unknown")
+    return "\n".join(lines)
+
+
 def best_of(runs: int, fn, *args) -> dict:
     results = [fn(*args) for _ in range(runs)]
     best = min(results, key=lambda r: r["cpu_s"])
@@ -470,8 +489,16 @@ def main(argv=None) -> int:
     parser.add_argument("--kinds", default="",
                         help="only these new-task kinds, comma-separated (surprise, arow_regressor): "
                              "their section of the page is rewritten, the rest kept")
+    parser.add_argument("--command-only", action="store_true",
+                        help="only the whole-command runs (--command-n, --command-d, --rounds): "
+                             "their figures printed, the page left alone")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    if args.command_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            Xc, yc = make_data(args.command_n, args.command_d)
+            print(command_summary(whole_commands(Xc, yc, Path(tmp), args.rounds)))
+        return 0
     command = "python tools/bench_log_replay.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
     if args.kinds:
         kinds = args.kinds.split(",")

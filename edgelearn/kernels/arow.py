@@ -26,7 +26,7 @@ import math
 
 from numba.experimental import structref
 
-from ._jit import jit
+from ._jit import jit, jit_without_refcounts
 from .packed import PackedType
 from .channels import observe_standardize
 from .rate_control import adapt_level, budgeted_query
@@ -37,7 +37,7 @@ THRESHOLD_MIN = 1e-6
 THRESHOLD_MAX = 1e6
 
 
-@jit
+@jit_without_refcounts
 def margin_variance(slots, z, k, W, S, b, Sb, row):
     """The margin ``m = W[row] . z + b[row]`` and its variance under the
     belief, ``v = sum S[row, s] z_s^2 + Sb[row]``."""
@@ -51,7 +51,7 @@ def margin_variance(slots, z, k, W, S, b, Sb, row):
     return m + b[row], v + Sb[row]
 
 
-@jit
+@jit_without_refcounts
 def scores(slots, z, k, W, S, b, Sb, out_m, out_v):
     """Every row's margin and variance into ``out_m`` and ``out_v``."""
     # Two rows per pass over the features: each row's sums in :func:`margin_variance`'s
@@ -76,7 +76,7 @@ def scores(slots, z, k, W, S, b, Sb, out_m, out_v):
         out_m[rows - 1], out_v[rows - 1] = margin_variance(slots, z, k, W, S, b, Sb, rows - 1)
 
 
-@jit
+@jit_without_refcounts
 def best_two(out_m, n_known):
     """The best known row, and the best other known row (-1 if none)."""
     best = 0
@@ -90,7 +90,7 @@ def best_two(out_m, n_known):
     return best, runner
 
 
-@jit
+@jit_without_refcounts
 def confidence(out_m, out_v, n_known, binary):
     """``(margin, normalized margin)`` of a prediction.  Binary: ``m`` and
     ``|m| / sqrt(v)``.  Multiclass: the gap between the best two known rows
@@ -131,7 +131,7 @@ def learn_row(slots, z, k, y, W, S, b, Sb, row, r, floor):
     return update_row(slots, z, k, y, m, v, W, S, b, Sb, row, r, floor)
 
 
-@jit
+@jit_without_refcounts
 def update_row(slots, z, k, y, m, v, W, S, b, Sb, row, r, floor):
     """:func:`learn_row` given ``(m, v)``, what :func:`margin_variance` gives for
     ``row`` on these features with the model as it is: a caller that has just scored
@@ -286,7 +286,7 @@ def forget_slot(slot, W, S, prior_var):
         S[c, slot] = prior_var
 
 
-@jit
+@jit_without_refcounts
 def draw_query(u, threshold, power, rng_state):
     """Ask with probability ``1 / (1 + (u / threshold)^power)``: 1/2 at the
     threshold, toward 1 below it and 0 above it, the faster the larger
@@ -371,7 +371,7 @@ def expand(slots, z, k, edges, bin_freq, capacity, out_slots, out_z):
     return n
 
 
-@jit
+@jit_without_refcounts
 def count_expand(slots, z, k, edges, bin_freq, count, forget, capacity, out_slots, out_z):
     """:func:`count_bins` then :func:`expand` in one pass over the instance's channels,
     each channel's bin found once: the same frequencies and features to the bit, as a
@@ -399,6 +399,49 @@ def count_expand(slots, z, k, edges, bin_freq, count, forget, capacity, out_slot
     return n
 
 
+@jit_without_refcounts
+def count_expand_score(slots, z, k, edges, bin_freq, count, forget, capacity, W, S, b, Sb,
+                       out_slots, out_z):
+    """:func:`count_expand` and :func:`margin_variance` of row 0 in one pass: returns
+    ``(n, m, v)``, the number of features and their margin and variance. The sums run
+    in :func:`margin_variance`'s order (the linear features, then each channel's bins
+    in turn): the same bits. Why fused: the sums are two chains of additions, each
+    waiting on the one before; summed as the features are made, the bin frequencies'
+    updates run while the chains wait, where apart the chains ran after them."""
+    n_bins = bin_freq.shape[1]
+    m = 0.0
+    v = 0.0
+    for j in range(k):
+        s = slots[j]
+        zj = z[j]
+        out_slots[j] = s
+        out_z[j] = zj
+        if s >= 0:
+            m += W[0, s] * zj
+            v += S[0, s] * zj * zj
+    n = k
+    for j in range(k):
+        s = slots[j]
+        if s < 0:
+            for c in range(n_bins):
+                out_slots[n + c] = -1
+                out_z[n + c] = 0.0
+        else:
+            hit = bin_of(z[j], edges)
+            a = max(1.0 / max(count[s], 1), forget)
+            first = capacity + s * n_bins
+            for c in range(n_bins):
+                freq = (1.0 - a) * bin_freq[s, c] + (a if c == hit else 0.0)
+                bin_freq[s, c] = freq
+                fz = (1.0 if c == hit else 0.0) - freq
+                out_slots[n + c] = first + c
+                out_z[n + c] = fz
+                m += W[0, first + c] * fz
+                v += S[0, first + c] * fz * fz
+        n += n_bins
+    return n, m + b[0], v + Sb[0]
+
+
 @jit
 def forget_bins(slot, bin_freq, capacity, W, S, prior_var):
     """A recycled slot's bin weights and frequencies start over."""
@@ -410,7 +453,7 @@ def forget_bins(slot, bin_freq, capacity, W, S, prior_var):
             S[c, capacity + slot * n_bins + b] = prior_var
 
 
-@jit
+@jit_without_refcounts
 def decide_learn_binary(
     slots, values, k, t, threshold, y, only_if_asked,
     count, mean, var, last_seen, forget, eps, z_max,
@@ -421,7 +464,8 @@ def decide_learn_binary(
     gateway's per-message path, where most readings carry their label): observe and
     standardize ``values`` in place (:func:`~edgelearn.kernels.channels.
     observe_standardize`), :func:`count_bins` and :func:`expand` into ``feature_slots``
-    and ``feature_z`` (in one pass: :func:`count_expand`), :func:`margin_variance` of row 0 into ``out_m``, ``out_v``,
+    and ``feature_z`` and :func:`margin_variance` of row 0 into ``out_m``, ``out_v`` (in one
+    pass: :func:`count_expand_score`),
     :func:`confidence`, :func:`draw_query` and, with ``adapt``, the budget's decision
     and the threshold's step (:func:`~edgelearn.kernels.rate_control.budgeted_query` on
     ``rng_state``, the learner's query state); then, if ``y`` (+1.0 or -1.0; 0.0: no label) is to be learned (always, or with
@@ -435,9 +479,8 @@ def decide_learn_binary(
     Returns ``(margin, asked, threshold, learned)``."""
     observe_standardize(slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max,
                         True)
-    n = count_expand(slots, values, k, edges, bin_freq, count, forget, capacity, feature_slots,
-                     feature_z)
-    m, v = margin_variance(feature_slots, feature_z, n, W, S, b, Sb, 0)
+    n, m, v = count_expand_score(slots, values, k, edges, bin_freq, count, forget, capacity,
+                                 W, S, b, Sb, feature_slots, feature_z)
     out_m[0] = m
     out_v[0] = v
     margin, u = confidence(out_m, out_v, 1, True)

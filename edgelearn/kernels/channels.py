@@ -12,10 +12,10 @@ algorithm, and for a constant ``a`` an exponentially weighted variance.
 
 import math
 
-from ._jit import jit
+from ._jit import jit, jit_without_refcounts
 
 
-@jit
+@jit_without_refcounts
 def observe_standardize(slots, values, k, count, mean, var, last_seen, t, forget, eps, z_max, scale):
     """Update the statistics of the first ``k`` (slot, value) pairs with the
     values, then (if ``scale``) overwrite ``values[:k]`` with their
@@ -26,7 +26,7 @@ def observe_standardize(slots, values, k, count, mean, var, last_seen, t, forget
             values[j] = z
 
 
-@jit
+@jit_without_refcounts
 def observe_one(s, x, count, mean, var, last_seen, t, forget, eps, z_max):
     """Fold value x into slot s's statistics; return its z."""
     n = count[s] + 1

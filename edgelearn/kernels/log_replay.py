@@ -21,7 +21,7 @@ import numpy as np
 
 from . import arow as ak
 from . import paacds as pk
-from ._jit import jit
+from ._jit import jit, jit_without_refcounts
 from .channels import observe_standardize
 from .replay import (
     N_ASSIGNED, N_EVICTED, T, forget_evicted, gather_row, information_steady, observe_score_dense, remap,
@@ -112,7 +112,7 @@ def paacds_binary_log_loop(
     return n, DONE, delta, 0
 
 
-@jit
+@jit_without_refcounts
 def arow_binary_log_loop(
     X, codes, code_sign, start, resume_n, active_learning,
     col_slot, slot_col, changed, counters,

@@ -192,6 +192,7 @@ class FastDecoder:
         self.streams: list[str] = []
         self._stream_index: dict[str, int] = {}
         self._mark = np.zeros(64, dtype=np.int64)
+        self._short_names = k.new_short_names()  # the names table's cache for short names
         self._stamp = np.zeros(1, dtype=np.int64)
         self._info = np.zeros(3, dtype=np.int64)
         self._bits = np.zeros(1, dtype=np.int64)
@@ -313,7 +314,7 @@ class FastDecoder:
             i, status = k.decode_payloads(
                 buf, starts, lengths, ok, i, n, kind, first, count, *r, *pairs,
                 names.keys, names.vals, names.pool, names.off, names.length, names.ok,
-                self._mark, self._stamp,
+                self._short_names, self._mark, self._stamp,
                 labels.keys, labels.vals, labels.pool, labels.off, labels.length, labels.ok,
                 self._canon, limits.max_payload_bytes, limits.max_channels,
                 limits.max_channel_name_bytes, limits.max_string_bytes, max_readings,

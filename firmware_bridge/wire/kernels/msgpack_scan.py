@@ -30,6 +30,12 @@ inline = compiled(inline="always")
 # A helper called once per reading, too big to inline, allocates nothing and returns
 # no array: compiled without reference counting (``edgelearn.kernels._jit``'s
 # ``jit_without_refcounts``), so its call does not incref and decref its 25 arrays.
+# decode_payloads too: with reference counting, its calls of that helper still
+# increfed and decrefed them, the two hottest addresses of a decode loop under perf.
+# scan_records keeps it: compiled without (alone, or its per-record work in a helper
+# compiled without), it ran faster but decode_payloads became twice as slow again, as
+# before this change; not explained. Time both (tools/bench_compare.py's log replay
+# rows) before changing either.
 without_refcounts = compiled(_nrt=False)
 
 # Statuses returned by the kernels.
@@ -141,6 +147,47 @@ def table_insert(keys, vals, h, ident):
         i = (i + 1) & mask
     keys[i] = h
     vals[i] = ident
+
+
+#: Names of up to this many bytes are also looked up by their bytes packed in one int64
+#: (:func:`short_name_find`), the usual channel name ("t", "hum", "c12").
+SHORT_NAME_BYTES = 7
+#: Slots of the packed names' cache (a power of two; far more than a stream's channels).
+SHORT_NAME_SLOTS = 4096
+_SHORT_SHIFT = 64 - 12  # log2(SHORT_NAME_SLOTS) top bits of the product index the cache
+_SHORT_MULT = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 (Fibonacci hashing)
+
+
+def new_short_names():
+    """An empty cache for :func:`short_name_find`: row 0 the packed names (-1: free),
+    row 1 their ids."""
+    cache = np.full((2, SHORT_NAME_SLOTS), -1, dtype=np.int64)
+    return cache
+
+
+@inline
+def short_name_find(short, keys, vals, pool, off, length, src, start, end):
+    """:func:`table_find` for a name of ``end - start <= SHORT_NAME_BYTES`` bytes, with
+    ``src[start:start + 8]`` readable (a value follows a name), through ``short``, a
+    direct-mapped cache (:func:`new_short_names`) keyed by the name's bytes and length
+    packed in one int64 (unique for names of up to 7 bytes): a hit is one load and one
+    compare, where the table hashes the bytes one by one, then compares them one by
+    one, loops whose length varies from name to name (their branches mispredict). A
+    miss asks the table and keeps its answer (ids never change); -1 if it has none."""
+    n = end - start
+    word = (np.int64(src[start]) | (np.int64(src[start + 1]) << 8) | (np.int64(src[start + 2]) << 16)
+            | (np.int64(src[start + 3]) << 24) | (np.int64(src[start + 4]) << 32)
+            | (np.int64(src[start + 5]) << 40) | (np.int64(src[start + 6]) << 48)
+            | (np.int64(src[start + 7]) << 56))
+    packed = (word & ((np.int64(1) << (8 * n)) - 1)) | (n << 56)
+    slot = ((packed * _SHORT_MULT) >> _SHORT_SHIFT) & (SHORT_NAME_SLOTS - 1)
+    if short[0, slot] == packed:
+        return short[1, slot]
+    ident = table_find(keys, vals, pool, off, length, src, start, end)
+    if ident >= 0:
+        short[0, slot] = packed
+        short[1, slot] = ident
+    return ident
 
 
 @inline
@@ -352,7 +399,7 @@ def _label(buf, pos, end, canon, l_keys, l_vals, l_pool, l_off, l_len, bits, inf
 @without_refcounts
 def _reading(
     buf, pos, end, r, pc, r_seq, r_ts, r_label, r_p0, r_np, r_number, p_name, p_val,
-    n_keys, n_vals, n_pool, n_off, n_len, n_ok, mark, stamp,
+    n_keys, n_vals, n_pool, n_off, n_len, n_ok, n_short, mark, stamp,
     l_keys, l_vals, l_pool, l_off, l_len, l_ok, canon, max_channels, max_name, max_string, bits, info,
     numbers,
 ):
@@ -404,7 +451,11 @@ def _reading(
                         return REC_PYTHON, p, 0
                 if nlen > max_name or p + nlen > end:
                     return REC_PYTHON, p, 0
-                name = table_find(n_keys, n_vals, n_pool, n_off, n_len, buf, p, p + nlen)
+                if nlen <= SHORT_NAME_BYTES and p + 8 <= end:
+                    name = short_name_find(n_short, n_keys, n_vals, n_pool, n_off, n_len, buf, p,
+                                           p + nlen)
+                else:
+                    name = table_find(n_keys, n_vals, n_pool, n_off, n_len, buf, p, p + nlen)
                 if name < 0:
                     info[0], info[1] = p, p + nlen
                     return NEED_NAME, p, 0
@@ -453,11 +504,11 @@ def _reading(
     return 0, p, k
 
 
-@jit
+@without_refcounts
 def decode_payloads(
     buf, p_start, p_len, rec_ok, first, n_rec,
     rec_kind, rec_r0, rec_nr, r_seq, r_ts, r_label, r_p0, r_np, r_number, p_name, p_val,
-    n_keys, n_vals, n_pool, n_off, n_len, n_ok, mark, stamps,
+    n_keys, n_vals, n_pool, n_off, n_len, n_ok, n_short, mark, stamps,
     l_keys, l_vals, l_pool, l_off, l_len, l_ok, canon,
     max_payload, max_channels, max_name, max_string, max_readings, batches, info, bits, cursors,
     numbers,
@@ -500,7 +551,7 @@ def decode_payloads(
             stamps[0] += 1
             status, pos, k = _reading(
                 buf, pos, end, r + j, pc, r_seq, r_ts, r_label, r_p0, r_np, r_number, p_name, p_val,
-                n_keys, n_vals, n_pool, n_off, n_len, n_ok, mark, stamps[0],
+                n_keys, n_vals, n_pool, n_off, n_len, n_ok, n_short, mark, stamps[0],
                 l_keys, l_vals, l_pool, l_off, l_len, l_ok, canon,
                 max_channels, max_name, max_string, bits, info, numbers,
             )
