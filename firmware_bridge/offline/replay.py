@@ -104,7 +104,8 @@ def unchecked_logs(paths: Iterable[str], pipeline: Pipeline) -> list[dict]:
 def jitted_path(pipeline: Pipeline) -> str | None:
     """Why ``pipeline``'s streams cannot take the jitted loop, or None if they can."""
     if not pipeline.learner_can("log_loop"):
-        return f"{pipeline.learner_kind} has no jitted log loop for {pipeline.task} streams"
+        return (pipeline.learner_why_not("log_loop")
+                or f"{pipeline.learner_kind} has no jitted log loop for {pipeline.task} streams")
     if pipeline.label_policy not in _OFFLINE_POLICIES:
         return f"label policy {pipeline.label_policy!r} answers labels message by message"
     return None
