@@ -536,12 +536,6 @@ class Pipeline:
         (``edgelearn.learners.base.CAPABILITIES``)."""
         return self._prototype.can(capability)
 
-    def learner_why_not(self, capability: str) -> str | None:
-        """Why the streams' learners cannot do ``capability`` their kind declares (a
-        parameter rules it out), or None (``edgelearn.learners.base.Learner.why_not``)."""
-        why_not = getattr(self._prototype, "why_not", None)
-        return None if why_not is None else why_not(capability)
-
     def stream_state(self, stream: str) -> StreamState:
         """The state of ``stream`` (``KeyError`` if the stream has none): what the
         pipeline's passes and offline replay work on."""
