@@ -228,3 +228,25 @@ def test_memory_is_the_documented_bound(n_classes, capacity):
     # the labels' values, their labels and the count, and two scratch arrays of a reading
     assert on.memory_bytes() - off.memory_bytes() == 8 * 32 * (capacity + 1) + 8 + 12 * capacity
     assert ActiveAROW(refit_until=9).memory_bytes() == ActiveAROW().memory_bytes()  # off: nothing more
+
+
+def test_no_contribution_while_refits_are_pending():
+    """A refit puts the belief back at the prior, which a contribution (a change in
+    precision since the last one, never negative) cannot carry: a learner with refits
+    pending cannot merge (the fleet skips it and takes it later); once they are over,
+    its contributions pass the group's checks."""
+    from edgelearn import contributions
+
+    model = ActiveAROW(target_query_rate=0.3, seed=1, capacity=8, **REFIT)
+    for i, (x, y) in enumerate(_stream(400, 7)):
+        pending = model.channels.t <= 160 and model.refit_count[0] >= 0
+        assert model.can("merge") is not pending
+        if pending:
+            with pytest.raises(ValueError, match="refits pending"):
+                model.contribution()
+        elif i % 15 == 0:
+            contributions.check(model.contribution())
+        d = model.decide_one(x)
+        if d.ask:
+            model.learn(d.slots, d.z, y)
+    assert model.can("merge") and ActiveAROW().can("merge")

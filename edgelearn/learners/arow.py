@@ -524,7 +524,15 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     def why_not(self, capability: str) -> str | None:
         if capability in ("log_loop", "batch_pass") and K.refit_points(self.refit_until):
             return "refit_until > 0: the refit runs only on the per-message path"
+        if capability == "merge" and self._refitting:
+            # a contribution is a change of precision, never negative; a refit resets the belief
+            return "refits pending (refit_until > 0): it contributes once they are over"
         return super().why_not(capability)
+
+    def contribution(self) -> dict:
+        if self._refitting:
+            raise ValueError(f"ActiveAROW.contribution: {self.why_not('merge')}.")
+        return super().contribution()
 
     def _observe_refitting(self, x: dict):
         # ChannelSpace.observe with the refit between its claim (which may recycle a slot,
