@@ -137,8 +137,9 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
       (``refit_until = 160``, ``docs/learners.md``) binary accuracy +0.3 to +1.1.
       It runs on the per-message paths only (``decide_one``, ``learn_one``,
       ``decide_and_learn``): a learner with it declines the jitted ``"log_loop"`` and
-      ``"batch_pass"`` (:meth:`why_not` says so). A learner started from a group makes
-      no refits; a state saved before it loads with it off.
+      ``"batch_pass"`` (:meth:`why_not` says so), and it does not merge while refits are
+      pending (a refit resets the belief, which a contribution cannot carry). A learner
+      started from a group makes no refits; a state saved before it loads with it off.
 
     Parameters
     ----------
