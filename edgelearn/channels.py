@@ -146,6 +146,17 @@ class ChannelSpace:
         slots, values, k = self._lookup(x, claim=True)
         return (slots, values) if k == len(slots) else (slots[:k], values[:k])
 
+    def observe_claimed(self, slots: np.ndarray, values: np.ndarray, scale: bool = True) -> None:
+        """The rest of :meth:`observe` after :meth:`claim`: learn from the claimed
+        ``(slots, raw values)`` and (if ``scale``) standardize ``values`` in place. A
+        learner that acts between the two (ActiveAROW's refit, which must come after a
+        claim that recycled a slot, as in its one-call path) calls claim, then this."""
+        kernels.observe_standardize(
+            slots, values, len(slots), self.count, self.mean, self.var, self.last_seen,
+            self.t, self._forget, self.eps, self.z_max, scale,
+        )
+        self.t += 1
+
     def advance(self) -> None:
         """Count one observed instance (after a fused kernel observed it)."""
         self.t += 1

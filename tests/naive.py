@@ -1048,6 +1048,48 @@ def arow_count_class_mean(slots, z, capacity, c, sums, counts):
     return sums, counts
 
 
+def arow_keep_for_refit(slots, z, y, stats, eps, kept, kept_y, n):
+    """A learned label kept for ActiveAROW's refits: row ``n`` of ``kept`` holds, per
+    slot, the raw value the reading's ``z`` stands for under ``stats`` (``mean + z
+    sqrt(var + eps)``; NaN for a channel not in it) and ``kept_y[n]`` its label; the new
+    count, or -1 when the buffer was full (no more refits; nothing kept)."""
+    kept, kept_y = np.array(kept, dtype=float), np.array(kept_y, dtype=float)
+    if n < 0 or n == len(kept):
+        return kept, kept_y, -1
+    kept[n] = np.nan
+    for s, v in zip(slots, z):
+        if s >= 0:
+            kept[n, s] = stats["mean"][s] + v * math.sqrt(stats["var"][s] + eps)
+    kept_y[n] = y
+    return kept, kept_y, n + 1
+
+
+def arow_refit(kept, kept_y, n, stats, eps, z_max, edges, freq, capacity, model, r, floor, binary, n_known,
+               sums, counts):
+    """ActiveAROW's refit: the belief at the prior (weights 0, variances 1, the intercept's
+    1 if it has one) and no class sums, then each of the first ``n`` kept labels learned
+    in turn on its values standardized under today's ``stats`` and expanded under
+    today's bin frequencies: ``(model, sums, counts)``."""
+    model = _copy(model)
+    model["W"][:] = 0.0
+    model["S"][:] = 1.0
+    model["b"][:] = 0.0
+    model["Sb"][:] = np.where(model["Sb"] > 0.0, 1.0, 0.0)
+    sums, counts = np.zeros_like(sums), np.zeros_like(counts)
+    for i in range(n):
+        slots = [s for s in range(kept.shape[1]) if not math.isnan(kept[i, s])]
+        z = standardize(slots, [kept[i, s] for s in slots], stats, eps, z_max)
+        f_slots, f_z = arow_expand(slots, z, edges, freq, capacity)
+        if binary:
+            model, _ = arow_learn_row(f_slots, f_z, kept_y[i], model, 0, r, floor)
+        else:
+            c = int(kept_y[i])
+            model, _ = arow_learn_multiclass(f_slots, f_z, c, n_known, model, r, floor)
+            sums, counts = arow_count_class_mean(f_slots, f_z, capacity, c, sums, counts)
+            sums, counts = np.array(sums), np.array(counts)
+    return model, sums, counts
+
+
 def arow_confidence(m, v, n_known, binary):
     """``(margin, |margin| / sd)`` of a decision: binary, row 0; multiclass,
     the best known row against the runner-up (or alone), variances added."""

@@ -97,7 +97,19 @@ def _body(outbound):
 @pytest.mark.parametrize("policy", ["request", "from_data", "all"])
 @pytest.mark.parametrize("labels", list(LABEL_SETS))
 def test_lean_path_equals_the_per_call_path_bit_for_bit(policy, labels, kind):
-    lean, reference, lessons = _pair(policy, journal=True, kind=kind)
+    _check_lean_equals_reference(policy, labels, kind)
+
+
+@pytest.mark.parametrize("policy", ["request", "from_data", "all"])
+def test_lean_path_with_refits_equals_the_per_call_path(policy):
+    """ActiveAROW with ``refit_until``: the refit before the one-call kernel and the keep
+    after it are ``decide_one``'s and ``learn``'s, slots recycled in the refits' span
+    (``evict_after`` 40) included."""
+    _check_lean_equals_reference(policy, "strings", "active_arow", refit_until=160, refit_labels=32)
+
+
+def _check_lean_equals_reference(policy, labels, kind, **extra):
+    lean, reference, lessons = _pair(policy, journal=True, kind=kind, **extra)
     took = 0
     for topic, payload in _traffic(1500, seed=len(labels) + len(policy),
                                    labels=LABEL_SETS[labels], p_label=0.6):

@@ -45,10 +45,10 @@ def test_tiny_run_writes_the_page_and_reuses_its_cache(tmp_path, capsys, monkeyp
     assert summary["command"] == f"python tools/results_label_budget.py {' '.join(argv)}"
     binary = [r for r in summary["rows"] if "binary tasks" in r["protocol"]]
     by_key = {(r["protocol"].split(",")[1].split("(")[0].strip(), r["learner"]): r for r in binary}
-    budgeted = {f"{m} {b}%" for m in ("ActiveAROW", "PAACDS") for b in (10, 5)}
+    budgeted = {f"{m} {b}%" for m in ("ActiveAROW", "PAACDS") for b in (10, 5)} | {"ActiveAROW 10% refit"}
     assert {learner for _, learner in by_key} == {"ActiveAROW", "River EntropySampler", "River LR (all labels)",
                                                  "PAACDS"} | budgeted
-    assert len(binary) == 16
+    assert len(binary) == 18
     multiclass = {r["learner"] for r in summary["rows"] if "multiclass tasks" in r["protocol"]}
     assert multiclass == {"ActiveAROW", "PAACDS", "River softmax (all labels)"} | budgeted
     for title, metric in (("F1", "f1"), ("accuracy", "accuracy"), ("balanced accuracy", "balanced_accuracy")):

@@ -83,6 +83,9 @@ OURS = "ActiveAROW"
 ENTROPY = "River EntropySampler"
 RIVER_LR = "River LR (all labels)"
 METHODS = (OURS, ENTROPY, RIVER_LR, "PAACDS")
+#: ActiveAROW at 10% with the refit of its first labels (opt-in, docs/learners.md), a column of its own.
+REFIT_COLUMN = f"{OURS} 10% refit"
+REFIT = {"target_query_rate": 0.1, "refit_until": 160}
 #: The comparisons the aim names: ActiveAROW must be at least each of these.
 AIM_RIVALS = (ENTROPY, RIVER_LR)
 METRICS = ("f1", "accuracy", "balanced_accuracy", "query_rate")
@@ -484,6 +487,8 @@ def render(summaries, verdict, discounts, args, argv, wall, multiclass=None, fig
         "discount_factor=d, seed=seed)`, with d searched per protocol and task (bisection on log d "
         f"over [0.01, 10000], {args.discount_steps} steps) for the query rate nearest {BUDGET:.0%} on seed {DISCOUNT_SEED}, "
         "which is not reported.",
+        f"* {REFIT_COLUMN}: ActiveAROW at 10% with the refit of its first labels, `refit_until="
+        f"{REFIT['refit_until']}` (opt-in; `docs/learners.md`), every other parameter as above.",
         "* Budgets: the columns named with a percentage run the learner at that `target_query_rate`; "
         "the others at 20%. Every budgeted learner holds its budget with the shared bucket of label "
         "credit (`edgelearn/kernels/rate_control.py`): a new model may take at once the labels a "
@@ -624,10 +629,11 @@ def main(argv=None) -> int:
     }
     budgeted = {families.column(m, b): (m, lambda p, t, b=b: {"target_query_rate": b})
                 for m in (OURS, "PAACDS") for b in families.BUDGETS[1:]}
-    columns = {m: (m, params_of[m]) for m in METHODS} | budgeted
+    refit = {REFIT_COLUMN: (OURS, lambda p, t: dict(REFIT))}
+    columns = {m: (m, params_of[m]) for m in METHODS} | budgeted | refit
     mc_columns = {families.RIVER_SOFTMAX: (families.RIVER_SOFTMAX, lambda p, t: {})} | {
         families.column(m, b): (m, lambda p, t, b=b: {"target_query_rate": b})
-        for m in (OURS, "PAACDS") for b in families.BUDGETS}
+        for m in (OURS, "PAACDS") for b in families.BUDGETS} | refit
     units = [(p, t, s, m, frozen(of(p, t))) for p in PROTOCOLS for t in args.tasks for s in args.seeds[p]
              for m, of in columns.values()]
     units += [(p, t, s, m, frozen(of(p, t))) for p in PROTOCOLS for t in args.mc_tasks for s in args.seeds[p]

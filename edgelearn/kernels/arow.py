@@ -28,7 +28,7 @@ from numba.experimental import structref
 
 from ._jit import jit, jit_without_refcounts
 from .packed import PackedType
-from .channels import observe_standardize
+from .channels import observe_standardize, standardize
 from .rate_control import adapt_level, budgeted_query
 from .rng import next_double
 
@@ -540,3 +540,74 @@ def decide_learn_model(slots, values, k, t, threshold, y, only_if_asked, m):
         m.W, m.S, m.b, m.Sb, m.out_m, m.out_v, m.r, m.floor, m.power, m.rng_state, m.adapt,
         m.target, m.gain,
     )
+
+
+# -- the refit of the first labels (ActiveAROW's refit_until) ---------------------------
+
+
+@jit
+def keep_for_refit(slots, z, k, y, mean, var, eps, kept, kept_y, kept_n):
+    """Keep a learned label for the refits: the raw values its ``z`` stands for under the
+    channels' statistics as they are now, ``mean + z sqrt(var + eps)`` (exact but for a
+    ``z`` clipped at ``z_max``), by slot (NaN: a channel absent from the reading), and
+    ``y`` (a sign, or a class index). ``kept_n[0]`` counts the labels kept; -1: no more
+    refits. A label beyond the buffer's rows ends the refits (they would leave it out)."""
+    n = kept_n[0]
+    if n < 0:
+        return
+    if n == kept.shape[0]:
+        kept_n[0] = -1
+        return
+    for s in range(kept.shape[1]):
+        kept[n, s] = math.nan
+    for j in range(k):
+        s = slots[j]
+        if s >= 0:
+            kept[n, s] = mean[s] + z[j] * math.sqrt(var[s] + eps)
+    kept_y[n] = y
+    kept_n[0] = n + 1
+
+
+@jit
+def refit(kept, kept_y, n, count, mean, var, eps, z_max, edges, bin_freq, capacity,
+          channel_slots, channel_z, feature_slots, feature_z, W, S, b, Sb, prior_var, intercept_var,
+          r, floor, binary, n_known, class_sums, class_counts):
+    """The belief and the class sums back at the prior, then the first ``n`` kept labels
+    learned again in order, each reading's kept values standardized under the channels'
+    statistics as they are now (:func:`~edgelearn.kernels.channels.standardize`, slots in
+    ascending order), :func:`expand` under today's bin frequencies, and :func:`learn_row`
+    (binary) or :func:`learn_multiclass` and :func:`count_class_mean` with the ``n_known``
+    classes known now. The first labels were learned on ``z`` from a few readings'
+    statistics; this learns them on the scales the channels have since shown."""
+    W[:] = 0.0
+    S[:] = prior_var
+    b[:] = 0.0
+    Sb[:] = intercept_var
+    class_sums[:] = 0.0
+    class_counts[:] = 0.0
+    for i in range(n):
+        k = 0
+        for s in range(kept.shape[1]):
+            x = kept[i, s]
+            if not math.isnan(x):
+                channel_slots[k] = s
+                channel_z[k] = x
+                k += 1
+        standardize(channel_slots, channel_z, k, count, mean, var, eps, z_max)
+        nf = expand(channel_slots, channel_z, k, edges, bin_freq, capacity, feature_slots, feature_z)
+        if binary:
+            learn_row(feature_slots, feature_z, nf, kept_y[i], W, S, b, Sb, 0, r, floor)
+        else:
+            c = int(kept_y[i])
+            learn_multiclass(feature_slots, feature_z, nf, c, n_known, W, S, b, Sb, r, floor)
+            count_class_mean(feature_slots, feature_z, nf, capacity, c, class_sums, class_counts)
+
+
+def refit_points(until: int) -> list:
+    """The readings at which the refits run: 10, 20, 40, ... up to ``until``."""
+    points = []
+    t = 10
+    while t <= until:
+        points.append(t)
+        t *= 2
+    return points

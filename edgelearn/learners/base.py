@@ -330,6 +330,12 @@ class Learner(RiverProtocol, abc.ABC):
             return getattr(self, "target_query_rate", None) is not None
         return True
 
+    def why_not(self, capability: str) -> str | None:
+        """Why this instance cannot do ``capability`` although its class declares it (a
+        parameter that rules it out: ActiveAROW's ``refit_until`` and its jitted loops),
+        or None. Callers that pick a path say it once (``edgelearn replay``'s summary)."""
+        return None
+
     @property
     def binary(self) -> bool:
         return self.targets.task == "binary"
