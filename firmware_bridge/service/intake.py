@@ -59,7 +59,8 @@ class WorkerIntake:
 
     def _process_group(self, items: list[InboundMessage]) -> None:
         """Messages taken together (none Home Assistant's): one
-        ``Pipeline.handle_many``, so a stream's queued batches share a learner pass;
+        ``Pipeline.handle_many``, so a stream's queued batches (or single readings,
+        enough of them) share a learner pass;
         each message's outputs and ack as :meth:`_process` gives them. (A bug
         raising in the shared pass drops the outputs of the whole group, acked.)"""
         if len(items) < 2:
