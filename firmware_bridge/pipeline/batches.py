@@ -191,15 +191,16 @@ class BatchPath:
         rows = int(decoded.first[taken - 1] + decoded.count[taken - 1])
         pairs = int(decoded.pair_count[:rows].sum())
         seq, ts = decoded.seq[:rows], decoded.ts[:rows]
-        received = np.repeat([item[2] for item in items[:taken]], decoded.count[:taken])
+        received = [item[2] for item in items[:taken]]
+        received = (np.array(received, dtype=np.float64) if kind == REC_SINGLE
+                    else np.repeat(received, decoded.count[:taken]))
         arrays = (seq, ts, decoded.label[:rows], received, decoded.pair_count[:rows],
                   decoded.pair_name[:pairs], decoded.pair_value[:pairs], decoded.label_number[:rows])
         result = run_pass(pipeline, stream, arrays, columns, decoder)
         labels = [] if result.outputs is not None else [self.pack_label(y) for y in result.labels]
-        # each message's label requests: those of its rows first[m] .. first[m + 1] - 1
-        bounds = np.append(decoded.first[:taken], rows)
-        request_at = np.searchsorted(np.asarray(result.request_rows, dtype=np.int64),
-                                     bounds).tolist()
+        # each message's rows: first[m] .. first[m + 1] - 1
+        bounds = (np.append(decoded.first[:taken], rows) if kind == REC_BATCH or result.requests
+                  else None)
         if kind == REC_SINGLE:
             messages = self.packed_maps(result, seq, ts, labels)
         elif result.outputs is None:  # every message's in one call of the jitted writer
@@ -211,9 +212,14 @@ class BatchPath:
         if kind == REC_BATCH:
             pipeline.tally.batches += taken
         topic, qos, requests = stream.prediction_topic, pipeline.prediction_qos, result.requests
-        if requests:
-            out = [[Outbound(topic, packed, qos, False), *requests[request_at[m]:request_at[m + 1]]]
+        outbound = Outbound._make  # the tuple made at C speed: this runs once per message
+        if requests:  # each message's label requests: those of its rows
+            request_at = np.searchsorted(np.asarray(result.request_rows, dtype=np.int64),
+                                         bounds).tolist()
+            out = [[outbound((topic, packed, qos, False)), *requests[request_at[m]:request_at[m + 1]]]
                    for m, packed in enumerate(messages)]
         else:  # the usual case of labelled readings: a prediction each, nothing else
-            out = [[Outbound(topic, packed, qos, False)] for packed in messages]
-        return out + [pipeline.handle(item[0], item[1], item[2]) for item in items[taken:]]
+            out = [[outbound((topic, packed, qos, False))] for packed in messages]
+        if taken < len(items):
+            out += [pipeline.handle(item[0], item[1], item[2]) for item in items[taken:]]
+        return out
