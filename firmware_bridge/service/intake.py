@@ -101,7 +101,7 @@ class WorkerIntake:
         room = self.bridge.outgoing_room
         sink_topics = self._sink_topics
         popleft = inbound.popleft
-        while inbound and room() > 0:
+        while inbound and room() >= min(len(inbound), self._least_group):
             take = range(max(1, min(len(inbound), room(), self._group_limit)))
             if not sink_topics:  # no sink subscribes: every message is the pipeline's
                 self._process_group([popleft() for _ in take])
