@@ -96,7 +96,10 @@ class WorkerIntake:
         predictions being dropped. What is queued is taken together, as many as the
         window has room for (:meth:`_process_group`), and no more than
         ``_group_limit``: even a group whose every reading asks for its label then
-        fits paho's outgoing queue."""
+        fits paho's outgoing queue. A backlog waits until the window has room for
+        ``_least_group`` (half of it) or for all that is queued: each group then
+        shares one learner pass per stream, instead of a pass for whatever room the
+        last few acks made."""
         inbound = self.bridge.inbound
         room = self.bridge.outgoing_room
         sink_topics = self._sink_topics
