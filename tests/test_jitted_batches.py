@@ -261,3 +261,72 @@ def test_handle_many_answers_as_handle_one_by_one(policy, seed, group, monkeypat
     # Batches did share passes: fewer passes than batches answered (the reference
     # goes reading by reading).
     assert 0 < passes.count(grouped) < grouped.counters()["batches"] and plain not in passes
+
+
+def _single_traffic(seed: int, n: int):
+    """Single readings of two streams (mostly one), as sensors send them: channels
+    that drop out and come back, a new one now and then, a NaN, gaps in seq, labels
+    on most readings (a third label too) and none on some."""
+    rng = np.random.default_rng(seed)
+    seqs = {"s": 0, "t": 0}
+    for i in range(n):
+        stream = "s" if rng.random() < 0.85 else "t"
+        base = rng.normal(size=6)
+        channels = {f"c{j}": float(base[j]) for j in range(6) if not (j in (2, 3) and rng.random() < 0.05)}
+        if i % 97 == 50:
+            channels[f"new{i}"] = 1.0
+        if rng.random() < 0.01:
+            channels["c1"] = math.nan
+        r = rng.random()
+        y = None if r < 0.2 else ("occupied" if base[0] > 0 else "empty") if r < 0.99 else "maybe"
+        yield f"sensors/{stream}/data", encode_data(float(i), seqs[stream], channels, y)
+        seqs[stream] += 1 if rng.random() > 0.02 else 3
+
+
+@pytest.mark.parametrize("kind", ["paacds", "active_arow"])
+@pytest.mark.parametrize(("policy", "seed", "group"), [("request", 21, 64), ("request", 22, 20),
+                                                       ("from_data", 23, 40), ("all", 24, 100)])
+def test_queued_single_readings_share_a_pass_and_answer_as_one_by_one(kind, policy, seed, group,
+                                                                     monkeypatch):
+    """Single readings queued together (the gateway's worker hands over what is queued:
+    ``Pipeline.handle_many``) go through one decode and one learner pass per stream
+    when there are ``SINGLES_PASS_MIN`` or more, each still answered with its own
+    prediction message: byte for byte the messages of ``handle`` one by one (label
+    requests named by stream and seq), the same lessons, counters, metrics and state."""
+    import firmware_bridge.pipeline.batches as batches
+
+    passes = []
+    run_pass = batches.run_pass
+    monkeypatch.setattr(batches, "run_pass",
+                        lambda p, *args: passes.append(p) or run_pass(p, *args))
+    grouped, plain = _pipelines(policy, kind)
+    lessons = {id(grouped): [], id(plain): []}
+    for p in (grouped, plain):
+        p.on_learn = lambda stream, n, slots, z, y, into=lessons[id(p)]: into.append(
+            (stream, n, slots.tolist(), z.tobytes(), y))
+
+    def normalized(outputs):
+        out = []
+        for o in outputs:
+            body = msgpack.unpackb(o.payload)
+            if "req" in body:  # each pipeline names its own requests
+                body["req"] = None
+                out.append((o.topic, o.qos, o.retain, body))
+            else:
+                out.append((o.topic, o.qos, o.retain, o.payload))
+        return out
+
+    traffic = list(_single_traffic(seed, 1500))
+    for start in range(0, len(traffic), group):
+        items = [(topic, payload, 2.0 + start) for topic, payload in traffic[start:start + group]]
+        want = [normalized(plain.handle(*item)) for item in items]
+        got = [normalized(out) for out in grouped.handle_many(items)]
+        assert got == want
+    for stream in ("s", "t"):
+        assert ([l for l in lessons[id(grouped)] if l[0] == stream]
+                == [l for l in lessons[id(plain)] if l[0] == stream])
+    _assert_same_state(grouped, plain)
+    for name in grouped.streams:
+        assert grouped.last_output(name) == plain.last_output(name)
+    assert grouped.counters()["batches"] == 0 and grouped.counters()["learned"] > 0
+    assert len(passes) >= len(traffic) // group // 2 and plain not in passes

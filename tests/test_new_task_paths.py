@@ -492,3 +492,57 @@ def test_float_labels_of_other_tasks_go_to_the_exact_path_and_never_grow_the_lab
                                            for i in range(500)])
         assert decoded.kind.tolist() == [REC_PYTHON] * 500, task
         assert len(decoder.labels) == 0, task
+
+
+@pytest.mark.parametrize("kind", ["surprise", "arow_regressor"])
+@pytest.mark.parametrize(("policy", "seed", "group"), [("request", 4, 24), ("all", 5, 64),
+                                                       ("from_data", 6, 17)])
+def test_queued_single_readings_share_a_pass_and_answer_as_one_by_one(kind, policy, seed, group,
+                                                                     monkeypatch):
+    """A stream's single readings handed over together (``handle_many``, as the
+    gateway's worker takes what is queued) share one decode and one learner pass, each
+    answered with its own prediction message (the task's own outputs in it) byte for
+    byte as ``handle`` one by one; the same label requests, lessons, counters and
+    state. Spikes, a NaN now and then (its message goes one by one) and answers the
+    wire refuses."""
+    import firmware_bridge.pipeline.batches as batches
+
+    passes = []
+    run_pass = batches.run_pass
+    monkeypatch.setattr(batches, "run_pass",
+                        lambda p, *args: passes.append(p) or run_pass(p, *args))
+    params = {**_PARAMS[kind], "evict_after": 40, "capacity": 6}
+    grouped = Pipeline(kind, params, label_policy=policy, limits=Limits(max_channels=16))
+    plain = Pipeline(kind, params, label_policy=policy, limits=Limits(max_channels=16))
+    plain.batch_path = None
+    lessons = {id(grouped): [], id(plain): []}
+    for p in (grouped, plain):
+        p.on_learn = lambda stream, n, slots, z, y, into=lessons[id(p)]: into.append(
+            (stream, n, slots.tolist(), np.asarray(z).tobytes(), y))
+    rng = np.random.default_rng(seed)
+    items = []
+    for i in range(1200):
+        base = rng.normal(size=6)
+        if rng.random() < 0.03:
+            base[1] += 10.0
+        channels = {f"c{j}": float(base[j]) for j in range(6)
+                    if not (j in (2, 3) and rng.random() < 0.05)}
+        if rng.random() < 0.01:
+            channels["c1"] = math.nan
+        y = _answer(kind, base, rng) if rng.random() < 0.5 else None
+        items.append(("sensors/s/data", encode_data(float(i), i, channels, y), 1.0 + i))
+
+    def normalized(outputs):
+        bodies = [msgpack.unpackb(o.payload) for o in outputs]
+        return [(o.topic, o.qos, o.retain, o.payload if "req" not in body else None,
+                 {k: v for k, v in body.items() if k != "req"})
+                for o, body in zip(outputs, bodies)]
+
+    for start in range(0, len(items), group):
+        chunk = items[start:start + group]
+        want = [normalized(plain.handle(*item)) for item in chunk]
+        assert [normalized(out) for out in grouped.handle_many(chunk)] == want
+    assert lessons[id(grouped)] == lessons[id(plain)] and lessons[id(plain)]
+    _assert_same(plain, grouped)
+    assert grouped.last_output("s") == plain.last_output("s")
+    assert len(passes) >= len(items) // group // 2 and grouped.counters()["batches"] == 0

@@ -7,7 +7,8 @@ import msgpack
 import numpy as np
 import pytest
 
-from firmware_bridge.wire.kernels.pack_predictions import pack_prediction_messages, pack_predictions
+from firmware_bridge.wire.kernels.pack_predictions import (pack_prediction_maps, pack_prediction_messages,
+                                                     pack_predictions)
 
 _PACK = msgpack.Packer(use_bin_type=True).pack
 
@@ -68,3 +69,22 @@ def test_runs_of_rows_in_one_call_are_each_run_packed_alone(cuts):
     assert got == [_reference(seq[a:b], ts[a:b], [msgpack.unpackb(y) for y in labels],
                               y_index[a:b], score[a:b], query[a:b])
                    for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 64, 1000])
+@pytest.mark.parametrize("labels", [[True, False], ["occupied", "empty"], ["é" * 40, -7, 2**40, None]])
+def test_each_row_alone_is_what_msgpack_packs_of_a_single_reading_s_fields(n, labels):
+    """pack_prediction_maps: one message per row, each the map Pipeline.answer packs
+    for a single reading (no "predictions" list around it)."""
+    rng = np.random.default_rng(n + 7 * len(labels))
+    seq = rng.integers(-2**63, 2**63 - 1, size=n, dtype=np.int64)
+    seq[: min(n, len(_INT_EDGES))] = _INT_EDGES[: min(n, len(_INT_EDGES))]
+    ts = rng.normal(1.7e9, 1e6, size=n)
+    ts[: min(n, len(_FLOAT_EDGES))] = _FLOAT_EDGES[: min(n, len(_FLOAT_EDGES))]
+    score = rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, size=n)
+    y_index = rng.integers(0, len(labels), size=n)
+    query = rng.random(n) < 0.3
+    got = pack_prediction_maps(seq, ts, y_index, [_PACK(y) for y in labels], score, query)
+    assert got == [_PACK({"seq": s, "ts": t, "y": labels[i], "score": m, "query": q})
+                   for s, t, i, m, q in zip(seq.tolist(), ts.tolist(), y_index.tolist(),
+                                            score.tolist(), query.tolist())]

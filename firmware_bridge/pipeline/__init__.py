@@ -71,7 +71,10 @@ capability: PAACDS, ActiveAROW) and whose two labels are settled then predicts,
 scores and learns a reading whose label is settled (or absent) in one kernel call
 (:mod:`firmware_bridge.pipeline.lean`); ``tests/test_lean_path.py`` holds it to the
 per-call path byte for byte. Batch messages of a learner with a jitted batch pass
-take :mod:`firmware_bridge.pipeline.batches`.
+take :mod:`firmware_bridge.pipeline.batches`, and so do a stream's single readings
+handed over together (:meth:`Pipeline.handle_many`, at least
+``batches.SINGLES_PASS_MIN`` of them): one decode and one learner pass, each reading
+still answered with its own prediction message (``tests/test_jitted_batches.py``).
 
 Nothing a client sends stops the pipeline: every reject is counted by reason
 (:meth:`Pipeline.counters`) and logged at most once per ``log_interval_s`` per reason.

@@ -335,9 +335,10 @@ class Pipeline:
         messages of streams with a jitted batch pass (nothing else between them) each stream's
         share one decode call and one learner pass (and one label journal record):
         their rows are the stream's rows in order, as offline replay runs a log's
-        chunk. Each message still gets its own prediction message and label
-        requests; only label requests of different streams may be issued in another
-        order than one by one (each stream's keep theirs)."""
+        chunk; so do a stream's single readings, ``batches.SINGLES_PASS_MIN`` or
+        more. Each message still gets its own prediction message and label requests;
+        only label requests of different streams may be issued in another order than
+        one by one (each stream's keep theirs)."""
         if self.batch_path is None:
             return [self.handle(item[0], item[1], item[2]) for item in items]
         return self.batch_path.handle_many(items)

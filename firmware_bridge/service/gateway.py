@@ -216,6 +216,9 @@ class Gateway(WorkerIntake):
         self._next_flush = now + config.status_interval_s
         # Messages _process_queued takes at once: their outputs at worst (a prediction
         # and a label request per reading) on top of a full window fit paho's queue.
+        # A backlog is taken in groups of at least half the window: one learner pass
+        # for each, not one for whatever the last acks made room for.
+        self._least_group = max(1, config.mqtt.max_inflight_messages // 2)
         queued = config.mqtt.max_queued_messages
         self._group_limit = (1_000_000 if not queued else max(1, (
             queued - config.mqtt.max_inflight_messages) // (1 + config.limits.max_batch_readings)))
@@ -471,7 +474,9 @@ class Gateway(WorkerIntake):
                 self._log.warning("recorder_error", "%s", exc)
 
     def _idle_timeout(self) -> float:
-        if (self.bridge.inbound and self.bridge.outgoing_room() > 0) or self.bridge.answers:
+        inbound = self.bridge.inbound
+        if (inbound and self.bridge.outgoing_room() >= min(len(inbound), self._least_group)
+                ) or self.bridge.answers:
             return 0.0
         return min(TICK_SECONDS, max(0.0, self._next_housekeeping - self._clock()))
 

@@ -59,7 +59,8 @@ class WorkerIntake:
 
     def _process_group(self, items: list[InboundMessage]) -> None:
         """Messages taken together (none Home Assistant's): one
-        ``Pipeline.handle_many``, so a stream's queued batches share a learner pass;
+        ``Pipeline.handle_many``, so a stream's queued batches (or single readings,
+        enough of them) share a learner pass;
         each message's outputs and ack as :meth:`_process` gives them. (A bug
         raising in the shared pass drops the outputs of the whole group, acked.)"""
         if len(items) < 2:
@@ -95,12 +96,15 @@ class WorkerIntake:
         predictions being dropped. What is queued is taken together, as many as the
         window has room for (:meth:`_process_group`), and no more than
         ``_group_limit``: even a group whose every reading asks for its label then
-        fits paho's outgoing queue."""
+        fits paho's outgoing queue. A backlog waits until the window has room for
+        ``_least_group`` (half of it) or for all that is queued: each group then
+        shares one learner pass per stream, instead of a pass for whatever room the
+        last few acks made."""
         inbound = self.bridge.inbound
         room = self.bridge.outgoing_room
         sink_topics = self._sink_topics
         popleft = inbound.popleft
-        while inbound and room() > 0:
+        while inbound and room() >= min(len(inbound), self._least_group):
             take = range(max(1, min(len(inbound), room(), self._group_limit)))
             if not sink_topics:  # no sink subscribes: every message is the pipeline's
                 self._process_group([popleft() for _ in take])

@@ -279,7 +279,7 @@ class FastDecoder:
             buf = np.frombuffer(payloads[0] or b"\0", dtype=np.uint8)
             starts, lengths = np.zeros(1, dtype=np.int64), np.full(1, total, dtype=np.int64)
         elif spans is None:
-            lengths = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
+            lengths = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
             starts = np.zeros(len(payloads), dtype=np.int64)
             np.cumsum(lengths[:-1], out=starts[1:])
             buf = np.frombuffer(b"".join(payloads) or b"\0", dtype=np.uint8)

@@ -1,7 +1,8 @@
 """A batch's prediction message written straight from the learner pass's arrays (numba).
 
 The message is the one ``msgpack.Packer(use_bin_type=True).pack`` makes of
-``{"predictions": [{"seq": s, "ts": t, "y": y, "score": m, "query": q}, ...]}``
+``{"predictions": [{"seq": s, "ts": t, "y": y, "score": m, "query": q}, ...]}`` (or,
+for single readings, of each ``{"seq": s, ...}`` alone)
 (``docs/protocol.md``), byte for byte: ints in their shortest msgpack form,
 floats as float64, the labels as packed once in Python (a stream has at most a
 few). Building a dict per reading and packing the list costs more than the
@@ -80,24 +81,26 @@ def _put_key(out, at, key):
 
 @jit
 def _pack(seq, ts_bits, y_index, y_pool, y_off, y_len, score_bits, query, bounds, out, ends,
-          k_seq, k_ts, k_y, k_score, k_query):
-    # Message m holds rows bounds[m] .. bounds[m + 1] - 1 and ends at out[ends[m]].
+          k_seq, k_ts, k_y, k_score, k_query, bare):
+    # Message m holds rows bounds[m] .. bounds[m + 1] - 1 and ends at out[ends[m]];
+    # ``bare``: each message is its one row's map (a single reading's prediction).
     at = 0
     for m in range(bounds.shape[0] - 1):
         begin, stop = bounds[m], bounds[m + 1]
         n = stop - begin
-        for j in range(_HEAD.shape[0]):
-            out[at + j] = _HEAD[j]
-        at += _HEAD.shape[0]
-        if n < 16:
-            out[at] = 0x90 | n
-            at += 1
-        elif n < 65536:
-            out[at] = 0xDC
-            at = _put_be(out, at + 1, n, 2)
-        else:
-            out[at] = 0xDD
-            at = _put_be(out, at + 1, n, 4)
+        if not bare:
+            for j in range(_HEAD.shape[0]):
+                out[at + j] = _HEAD[j]
+            at += _HEAD.shape[0]
+            if n < 16:
+                out[at] = 0x90 | n
+                at += 1
+            elif n < 65536:
+                out[at] = 0xDC
+                at = _put_be(out, at + 1, n, 2)
+            else:
+                out[at] = 0xDD
+                at = _put_be(out, at + 1, n, 4)
         for i in range(begin, stop):
             out[at] = 0x85
             at = _put_key(out, at + 1, k_seq)
@@ -144,6 +147,19 @@ def pack_prediction_messages(seq: np.ndarray, ts: np.ndarray, y_index: np.ndarra
     return [out[a:b].tobytes() for a, b in zip([0, *ends[:-1]], ends)]
 
 
+def pack_prediction_maps(seq: np.ndarray, ts: np.ndarray, y_index: np.ndarray,
+                         y_packed: list[bytes], score: np.ndarray, query: np.ndarray) -> list[bytes]:
+    """Each row's own prediction message, as a single reading's is packed
+    (``{"seq": s, "ts": t, "y": y, "score": m, "query": q}``, ``Pipeline.answer``), in
+    one kernel call: the single readings of a stream queued together, answered from
+    one learner pass."""
+    n = seq.shape[0]
+    out, ends = _written(seq, ts, y_index, y_packed, score, query,
+                         np.arange(n + 1, dtype=np.int64), bare=True)
+    ends = ends.tolist()
+    return [out[a:b].tobytes() for a, b in zip([0, *ends[:-1]], ends)]
+
+
 #: The labels' pools by their packed bytes: a stream's labels are the same few on every
 #: batch, and building the arrays cost as much as writing 64 predictions (bounded:
 #: cleared when full).
@@ -166,7 +182,8 @@ def _label_pool(y_packed: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return pool
 
 
-def _written(seq, ts, y_index, y_packed, score, query, bounds) -> tuple[np.ndarray, np.ndarray]:
+def _written(seq, ts, y_index, y_packed, score, query, bounds,
+             bare: bool = False) -> tuple[np.ndarray, np.ndarray]:
     # The messages of ``bounds`` one after the other in a buffer, and where each ends.
     n = seq.shape[0]
     pool, offsets, lengths, longest = _label_pool(y_packed)
@@ -177,5 +194,5 @@ def _written(seq, ts, y_index, y_packed, score, query, bounds) -> tuple[np.ndarr
           np.ascontiguousarray(ts, dtype=np.float64).view(np.int64),
           np.ascontiguousarray(y_index, dtype=np.int64), pool, offsets, lengths,
           np.ascontiguousarray(score, dtype=np.float64).view(np.int64),
-          np.ascontiguousarray(query, dtype=np.bool_), bounds, out, ends, *_KEYS)
+          np.ascontiguousarray(query, dtype=np.bool_), bounds, out, ends, *_KEYS, bare)
     return out, ends
