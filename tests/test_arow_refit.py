@@ -144,7 +144,8 @@ def test_the_jitted_paths_say_why_not():
     assert not model.can("log_loop") and not model.can("batch_pass") and model.can("decide_learn")
     assert model.why_not("log_loop") == model.why_not("batch_pass") == why
     assert ActiveAROW().can("log_loop") and ActiveAROW().why_not("log_loop") is None
-    assert ActiveAROW(refit_until=9).can("log_loop")  # no refit point at or below 9: off
+    with pytest.raises(ValueError, match=r"'refit_until' parameter of ActiveAROW must be one of \{0\} or an int in \[10, inf\)\. Got 9\."):
+        ActiveAROW(refit_until=9)  # no refit point below 10: a value that would do nothing is refused
     with pytest.raises(ValueError, match="run_rows: refit_until > 0"):
         model.run_rows(RowsPass(np.zeros((2, 1)), ["a"], np.zeros(2), [False, True], False, False))
     records = [LogRecord(f"sensors/{s}/data", float(i), encode_data(float(i), i, {"a": float(i % 7)}, i % 3 == 0))
@@ -211,7 +212,7 @@ def test_a_recycled_slot_clears_its_kept_values():
 
 
 @pytest.mark.parametrize("param,value,error", [
-    ("refit_until", -1, ValueError), ("refit_until", 1.5, TypeError), ("refit_labels", 0, ValueError),
+    ("refit_until", -1, ValueError), ("refit_until", 9, ValueError), ("refit_until", 1.5, ValueError), ("refit_labels", 0, ValueError),
     ("refit_labels", "32", TypeError),
 ])
 def test_bad_refit_parameters_are_named(param, value, error):
@@ -227,7 +228,7 @@ def test_memory_is_the_documented_bound(n_classes, capacity):
                                                                             **REFIT)
     # the labels' values, their labels and the count, and two scratch arrays of a reading
     assert on.memory_bytes() - off.memory_bytes() == 8 * 32 * (capacity + 1) + 8 + 12 * capacity
-    assert ActiveAROW(refit_until=9).memory_bytes() == ActiveAROW().memory_bytes()  # off: nothing more
+    assert ActiveAROW(refit_until=0).memory_bytes() == ActiveAROW().memory_bytes()  # off: nothing more
 
 
 def test_no_contribution_while_refits_are_pending():

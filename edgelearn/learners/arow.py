@@ -182,7 +182,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         Seed of the learner's own generator for query decisions.
     refit_until
         Refit the first labels before readings 10, 20, 40, ... up to this one (see
-        **Refit of the first labels**); 0 (or below 10) is off.
+        **Refit of the first labels**); 0 is off, and 1 to 9 are refused (no refit point).
     refit_labels
         Labels kept for the refits; a label beyond them ends the refits.
 
@@ -259,7 +259,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         "capacity": Interval(int, 1, None),
         "evict_after": Interval(int, 1, None),
         "seed": Interval(int, 0, 2**64 - 1),
-        "refit_until": Interval(int, 0, None),
+        "refit_until": OneOf(Options(0), Interval(int, 10, None)),  # the first refit point is 10
         "refit_labels": Interval(int, 1, None),
     }
 
