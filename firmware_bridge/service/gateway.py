@@ -535,12 +535,16 @@ class Gateway(WorkerIntake):
     # -- life cycle ------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the worker (it connects in the background); then tell systemd READY."""
+        """Start the worker (it connects in the background), telling systemd READY as
+        the worker starts."""
         for sink in self.sinks:
             sink.start()
         self.bridge.start()
-        self._worker.start()
+        # READY before the worker starts: its first turn sends WATCHDOG=1, and a
+        # notification that came first raced READY (the service's first message must
+        # be READY=1; tests/test_gateway_broker.py saw WATCHDOG first 1 run in 14).
         self.notifier.notify("READY=1")
+        self._worker.start()
         logger.info(
             "gateway %s serving up to %d streams with %s; broker %s",
             self.config.gateway_id,
