@@ -311,11 +311,11 @@ def test_bins_count_and_expand_match(seed):
     np.testing.assert_allclose(out_z[:n], expected_z, rtol=RTOL, atol=1e-15)
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_count_expand_is_count_bins_then_expand_to_the_bit(seed):
-    # the one-pass kernel of the binary step and the multiclass row loop against the
-    # two kernels the dict path calls (themselves tested against naive above)
-    rng = np.random.default_rng([23, seed])
+def binned_instance(entropy, seed: int):
+    """A reading and a binned model's frequencies for the fused kernels' tests: the
+    number of bins, the forgetting rate, unknown channels and values on a bin edge
+    varied by ``seed``."""
+    rng = np.random.default_rng(entropy)
     capacity, n_bins = 9, [0, 1, 2, 3, 8][seed % 5]
     edges = arow_learner.bin_edges(n_bins)
     freq = rng.dirichlet(np.ones(max(n_bins, 1)), size=capacity)[:, :n_bins]
@@ -324,6 +324,14 @@ def test_count_expand_is_count_bins_then_expand_to_the_bit(seed):
     slots, z = instance(rng, capacity, int(rng.integers(0, 8)), unknown=seed % 4 == 0)
     if len(edges):
         z[: len(z) // 2] = edges[rng.integers(0, len(edges), size=len(z) // 2)]  # values on an edge
+    return rng, capacity, n_bins, edges, freq, count, forget, slots, z
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_count_expand_is_count_bins_then_expand_to_the_bit(seed):
+    # the one-pass kernel of the binary step and the multiclass row loop against the
+    # two kernels the dict path calls (themselves tested against naive above)
+    rng, capacity, n_bins, edges, freq, count, forget, slots, z = binned_instance([23, seed], seed)
     width = capacity * (1 + n_bins)
     two_freq, one_freq = freq.copy(), freq.copy()
     two_slots, one_slots = np.full(width, 7, dtype=np.int32), np.full(width, 7, dtype=np.int32)
@@ -339,20 +347,11 @@ def test_count_expand_is_count_bins_then_expand_to_the_bit(seed):
         assert not np.array_equal(one_freq, freq)  # the frequencies did move
 
 
-
 @pytest.mark.parametrize("seed", range(20))
 def test_count_expand_score_is_count_expand_then_margin_variance_to_the_bit(seed):
     # the binary step's one pass (features, bin frequencies, margin and variance)
     # against the two kernels it fuses, and the margin against the plain reference
-    rng = np.random.default_rng([29, seed])
-    capacity, n_bins = 9, [0, 1, 2, 3, 8][seed % 5]
-    edges = arow_learner.bin_edges(n_bins)
-    freq = rng.dirichlet(np.ones(max(n_bins, 1)), size=capacity)[:, :n_bins]
-    count = rng.integers(0, 50, size=capacity)
-    forget = [0.0, 0.01, 0.5][seed % 3]
-    slots, z = instance(rng, capacity, int(rng.integers(0, 8)), unknown=seed % 4 == 0)
-    if len(edges):
-        z[: len(z) // 2] = edges[rng.integers(0, len(edges), size=len(z) // 2)]  # values on an edge
+    rng, capacity, n_bins, edges, freq, count, forget, slots, z = binned_instance([29, seed], seed)
     width = capacity * (1 + n_bins)
     model = random_model(rng, width, 1, intercept=seed % 2 == 0)
     two_freq, one_freq = freq.copy(), freq.copy()

@@ -309,11 +309,13 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         self._fused = Fused()  # see decide_learn_claimed
         # refit: the labels kept (raw values by slot, NaN: absent; the sign or class index)
         # and their count (-1: no more refits); nothing when refit_until is 0
-        kept = refit_labels if K.refit_points(refit_until) else 0
+        # the readings before which a refit runs (none when refit_until is 0)
+        self._refit_points = frozenset(K.refit_points(refit_until))
+        kept = refit_labels if self._refit_points else 0
         self.refit_values = np.zeros((kept, capacity), dtype=np.float64)
         self.refit_targets = np.zeros(kept, dtype=np.float64)
         self.refit_count = np.zeros(1 if kept else 0, dtype=np.int64)
-        self._refit_last = max(K.refit_points(refit_until), default=-1)
+        self._refit_last = max(self._refit_points, default=-1)
         self._refitting = bool(kept)  # refit_count >= 0, read on every reading
         # a reading's channels as the refit rebuilds them (scratch)
         self._refit_slots = np.zeros(capacity if kept else 0, dtype=np.int32)
@@ -363,8 +365,9 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         :meth:`learn` would, and the loop goes on from that row."""
         from ..kernels import log_replay as loop
 
-        if self.why_not("log_loop") is not None:  # never a silent divergence from decide_one
-            raise ValueError(f"ActiveAROW.run_rows: {self.why_not('log_loop')}.")
+        why_not = self.why_not("log_loop")
+        if why_not is not None:  # never a silent divergence from decide_one
+            raise ValueError(f"ActiveAROW.run_rows: {why_not}.")
         if not self.binary:
             return self._run_rows_multiclass(rows)
         X, names = rows.X, rows.names
@@ -519,11 +522,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         self._observe(slots, z)
         self.learn(slots, z, y)
 
-    def can(self, capability: str) -> bool:
-        return super().can(capability) and self.why_not(capability) is None
-
     def why_not(self, capability: str) -> str | None:
-        if capability in ("log_loop", "batch_pass") and K.refit_points(self.refit_until):
+        if capability in ("log_loop", "batch_pass") and self._refit_points:
             return "refit_until > 0: the refit runs only on the per-message path"
         if capability == "merge" and self._refitting:
             # a contribution is a change of precision, never negative; a refit resets the belief
@@ -562,7 +562,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         after the last one, no more."""
         t = self.channels.t
         n = int(self.refit_count[0])
-        if n > 0 and t in K.refit_points(self.refit_until):
+        if n > 0 and t in self._refit_points:
             space = self.channels
             K.refit(self.refit_values, self.refit_targets, n, space.count, space.mean, space.var,
                     space.eps, space.z_max, self._edges, self.bin_freq, self.capacity,

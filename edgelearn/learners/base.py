@@ -323,12 +323,13 @@ class Learner(RiverProtocol, abc.ABC):
     def can(self, capability: str) -> bool:
         """Whether this instance can do ``capability`` (:data:`CAPABILITIES`): its
         class declares it (and, for ``"label_rate"``, it was given a
-        ``target_query_rate``); a subclass may refine by task or parameters."""
+        ``target_query_rate``), and :meth:`why_not` gives no reason against it; a
+        subclass may refine by task or parameters."""
         if capability not in self.capabilities:
             return False
         if capability == "label_rate":
             return getattr(self, "target_query_rate", None) is not None
-        return True
+        return self.why_not(capability) is None
 
     def why_not(self, capability: str) -> str | None:
         """Why this instance cannot do ``capability`` although its class declares it (a

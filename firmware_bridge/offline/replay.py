@@ -44,8 +44,6 @@ from typing import Any
 
 import numpy as np
 
-import edgelearn
-
 from ..wire.bulk_decode import REC_BATCH, REC_PYTHON, FastDecoder
 from ..pipeline.rows import rows_fit, run_jitted, run_per_message
 from ..pipeline import Pipeline
@@ -106,9 +104,8 @@ def unchecked_logs(paths: Iterable[str], pipeline: Pipeline) -> list[dict]:
 def jitted_path(pipeline: Pipeline) -> str | None:
     """Why ``pipeline``'s streams cannot take the jitted loop, or None if they can."""
     if not pipeline.learner_can("log_loop"):
-        # a parameter that rules the loop out says so (edgelearn.learners.base.Learner.why_not)
-        why_not = getattr(edgelearn.make_learner(pipeline.learner_kind, pipeline.learner_params), "why_not", None)
-        return ((why_not and why_not("log_loop"))
+        # a parameter that rules the loop out says so (Learner.why_not)
+        return (pipeline.learner_why_not("log_loop")
                 or f"{pipeline.learner_kind} has no jitted log loop for {pipeline.task} streams")
     if pipeline.label_policy not in _OFFLINE_POLICIES:
         return f"label policy {pipeline.label_policy!r} answers labels message by message"

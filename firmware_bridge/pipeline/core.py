@@ -331,14 +331,12 @@ class Pipeline:
         """:meth:`handle` for each ``(topic, payload, received_at)`` of ``items`` (the
         first three fields of each: the gateway hands its inbound messages over as they
         are, with no tuple made per message): what
-        each gives, the same outputs, counters and learner states. In a run of batch
-        messages of streams with a jitted batch pass (nothing else between them) each stream's
-        share one decode call and one learner pass (and one label journal record):
-        their rows are the stream's rows in order, as offline replay runs a log's
-        chunk; so do a stream's single readings, ``batches.SINGLES_PASS_MIN`` or
-        more. Each message still gets its own prediction message and label requests;
-        only label requests of different streams may be issued in another order than
-        one by one (each stream's keep theirs)."""
+        each gives, the same outputs, counters and learner states. A stream's batch
+        messages (or ``batches.SINGLES_PASS_MIN`` single readings or more) in a run with
+        nothing else between share one decode, one learner pass and one label journal
+        record, as offline replay runs a log's chunk. Each message still gets its own
+        prediction message and label requests; only different streams' label requests
+        may be issued in another order than one by one."""
         if self.batch_path is None:
             return [self.handle(item[0], item[1], item[2]) for item in items]
         return self.batch_path.handle_many(items)
@@ -533,9 +531,11 @@ class Pipeline:
         self._learner_start = start
 
     def learner_can(self, capability: str) -> bool:
-        """Whether the streams' learners can do ``capability``
-        (``edgelearn.learners.base.CAPABILITIES``)."""
+        """Whether the streams' learners can do ``capability`` (``Learner.can``)."""
         return self._prototype.can(capability)
+
+    def learner_why_not(self, capability: str) -> str | None:
+        return self._prototype.why_not(capability)  # Learner.why_not: a reason, or None
 
     def stream_state(self, stream: str) -> StreamState:
         """The state of ``stream`` (``KeyError`` if the stream has none): what the

@@ -142,9 +142,7 @@ def pack_prediction_messages(seq: np.ndarray, ts: np.ndarray, y_index: np.ndarra
     1`` (``bounds`` int64, from 0 to the rows' count). A learner pass over a
     stream's queued batches answers each batch with its own message; writing them
     one call each cost more than the writing (``Pipeline.handle_many``)."""
-    out, ends = _written(seq, ts, y_index, y_packed, score, query, bounds)
-    ends = ends.tolist()
-    return [out[a:b].tobytes() for a, b in zip([0, *ends[:-1]], ends)]
+    return _messages(*_written(seq, ts, y_index, y_packed, score, query, bounds))
 
 
 def pack_prediction_maps(seq: np.ndarray, ts: np.ndarray, y_index: np.ndarray,
@@ -153,9 +151,12 @@ def pack_prediction_maps(seq: np.ndarray, ts: np.ndarray, y_index: np.ndarray,
     (``{"seq": s, "ts": t, "y": y, "score": m, "query": q}``, ``Pipeline.answer``), in
     one kernel call: the single readings of a stream queued together, answered from
     one learner pass."""
-    n = seq.shape[0]
-    out, ends = _written(seq, ts, y_index, y_packed, score, query,
-                         np.arange(n + 1, dtype=np.int64), bare=True)
+    return _messages(*_written(seq, ts, y_index, y_packed, score, query,
+                               np.arange(seq.shape[0] + 1, dtype=np.int64), bare=True))
+
+
+def _messages(out: np.ndarray, ends: np.ndarray) -> list[bytes]:
+    # the written buffer cut at each message's end, each message copied out once
     ends = ends.tolist()
     return [out[a:b].tobytes() for a, b in zip([0, *ends[:-1]], ends)]
 
