@@ -340,8 +340,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         decide only): ``(margin, asked, learned)``, the same bits as ``decide_one``
         then ``learn`` (:func:`~edgelearn.kernels.arow.decide_learn_binary`)."""
         space = self.channels
-        if self._refitting:
-            return self._decide_learn_refitting(slots, z, sign, only_if_asked)
+        if self._refitting:  # the refit before the kernel (the label is kept after it)
+            self._refit_if_due()
         fused = self._fused
         if fused.space is not space:  # built once per channel space (from_state swaps it)
             fused.space, fused.model = space, self._binary_model()
@@ -352,6 +352,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
             slots, z, len(slots), space.t, self._current_threshold, sign, only_if_asked,
             fused.model)
         space.advance()
+        if learned and self._refitting:  # kept under the statistics learn saw, as in learn
+            self._keep(slots, z, sign)
         return margin, asked, learned
 
     def run_rows(self, rows: RowsPass) -> RowsResult:
@@ -543,19 +545,6 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         self._refit_if_due()
         space.observe_claimed(slots, z, True)
         return slots, z
-
-    def _decide_learn_refitting(self, slots, z, sign: float, only_if_asked: bool):
-        # decide_learn_claimed's kernel with the refit before it and the keep after it
-        # (the label is kept under the statistics learn sees, as decide_one then learn).
-        self._refit_if_due()
-        refitting, self._refitting = self._refitting, False  # the kernel's own path, once
-        try:
-            margin, asked, learned = self.decide_learn_claimed(slots, z, sign, only_if_asked)
-        finally:
-            self._refitting = refitting
-        if learned and refitting:
-            self._keep(slots, z, sign)
-        return margin, asked, learned
 
     def _refit_if_due(self) -> None:
         """Before reading ``t`` is observed: at a refit point, the refit of the labels kept;
