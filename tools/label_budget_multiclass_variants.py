@@ -12,6 +12,10 @@ a key of the variant's JSON object and does nothing to a binary learner:
   class with no label yet (coverage / representativeness in active learning:
   Settles, "Active Learning Literature Survey", 2009, section 5.1 density-weighted
   methods; Nguyen & Smeulders, ICML 2004, pre-clustering);
+* ``unclaimed`` (factor): while a class has no label yet, a reading that no known
+  class claims (every known row's score, with the class means, below 0: each
+  one-vs-rest row says "not mine") has its ``u`` divided by ``1 + unclaimed`` (one-vs-rest
+  scores as an open-set test: Scheirer et al., "Toward Open Set Recognition", TPAMI 2013);
 * ``cmw_k``: the class-mean weight of class ``c`` is ``class_mean_weight * (1 +
   cmw_k / n_c)``, ``n_c`` its labels learned (the generative score counts for more
   where a row has learned from few positives);
@@ -51,14 +55,15 @@ from edgelearn.learners.arow import ActiveAROW
 
 
 class MulticlassVariants:
-    """The ``novelty``, ``cmw_k``, ``refit_order``/``refit_epochs`` and ``pos_w`` switches,
+    """The ``novelty``, ``unclaimed``, ``cmw_k``, ``refit_order``/``refit_epochs`` and ``pos_w`` switches,
     for a subclass of ActiveAROW that keeps its switches in ``self._variant`` and calls
     :meth:`_init_multiclass` in its ``__init__``."""
 
     def _init_multiclass(self, v):
-        self._mc_on = not self.binary and any(k in v for k in ("novelty", "cmw_k", "pos_w"))
+        self._mc_on = not self.binary and any(k in v for k in ("novelty", "cmw_k", "pos_w", "unclaimed"))
         self._d_ref = [0.0, 0.0]  # novelty: sum and count of the asked labels' distances to their class mean
         self._d_min = 0.0
+        self._claimed = True  # unclaimed: some known row scored the last reading above 0
 
     # -- the class means' distance (novelty) and per-class weight (cmw_k) --------
 
@@ -100,6 +105,8 @@ class MulticlassVariants:
             code, margin = best, (self._m[best] - self._m[runner] if runner >= 0 else self._m[best])
         else:
             code, margin = super()._score(slots, z)
+        if "unclaimed" in v:
+            self._claimed = n_known == 0 or float(np.max(self._m[:n_known])) >= 0.0
         if "novelty" in v:
             fs, fz = self._features(slots, z)
             d = self._class_mean_distance(fs, fz, n_known)
@@ -114,6 +121,8 @@ class MulticlassVariants:
                 ratio = self._d_min / (self._d_ref[0] / self._d_ref[1])
                 if ratio > 1.0:
                     self._u /= ratio ** float(v["novelty"])
+        if self._mc_on and "unclaimed" in v and not self._claimed and len(self.targets.labels) < self.n_classes:
+            self._u /= 1.0 + float(v["unclaimed"])
         return super()._ask(margin)
 
     def learn(self, slots, z, y):
