@@ -4,14 +4,17 @@ at a 10% budget (session of 2026-11-27, branch macrof1), and a diagnosis of that
 ``label_budget_variants.Variant`` inherits :class:`MulticlassVariants`; each switch is
 a key of the variant's JSON object and does nothing to a binary learner:
 
-* ``novelty`` (exponent), ``novelty_until`` (1: only while a class has no label yet):
+* ``novelty`` (exponent), ``novelty_until`` (``m``: only while a class has fewer than ``m``
+  labels, a class not met yet counting 0; 1: while a class has no label yet):
   the query rule reads ``u / max(1, d / d_ref)^novelty``, ``d`` the reading's mean
   squared distance (per present channel, standardized) to the nearest known class
   mean, ``d_ref`` the running mean of that distance for the asked labels to their own
   class mean (before they join it): a reading far from every known class may be of a
-  class with no label yet (coverage / representativeness in active learning:
-  Settles, "Active Learning Literature Survey", 2009, section 5.1 density-weighted
-  methods; Nguyen & Smeulders, ICML 2004, pre-clustering);
+  class with no label yet (``novelty_ref: "stream"``: ``d_ref`` the running mean of ``d``
+  over every reading instead): asking for outlying readings to discover rare classes
+  (Pelleg & Moore, "Active learning for anomaly and rare-category detection", NIPS
+  2004; He & Carbonell, "Nearest-neighbor-based active learning for rare category
+  detection", NIPS 2007);
 * ``unclaimed`` (factor): while a class has no label yet, a reading that no known
   class claims (every known row's score, with the class means, below 0: each
   one-vs-rest row says "not mine") has its ``u`` divided by ``1 + unclaimed`` (one-vs-rest
@@ -63,6 +66,7 @@ class MulticlassVariants:
         self._mc_on = not self.binary and any(k in v for k in ("novelty", "cmw_k", "pos_w", "unclaimed"))
         self._d_ref = [0.0, 0.0]  # novelty: sum and count of the asked labels' distances to their class mean
         self._d_min = 0.0
+        self._d_all = [0.0, 0.0]  # novelty_ref "stream": sum and count of every reading's nearest distance
         self._claimed = True  # unclaimed: some known row scored the last reading above 0
 
     # -- the class means' distance (novelty) and per-class weight (cmw_k) --------
@@ -111,14 +115,20 @@ class MulticlassVariants:
             fs, fz = self._features(slots, z)
             d = self._class_mean_distance(fs, fz, n_known)
             self._d_min = float(np.min(d)) if d is not None else 0.0
+            if d is not None and np.isfinite(self._d_min):
+                self._d_all[0] += self._d_min
+                self._d_all[1] += 1.0
         return code, margin
 
     def _ask(self, margin):
         v = self._variant
-        if self._mc_on and "novelty" in v and self._d_ref[1] > 0:
-            unlabelled = len(self.targets.labels) < self.n_classes
-            if unlabelled or not v.get("novelty_until"):
-                ratio = self._d_min / (self._d_ref[0] / self._d_ref[1])
+        ref = self._d_all if v.get("novelty_ref") == "stream" else self._d_ref
+        if self._mc_on and "novelty" in v and ref[1] > 0:
+            n_known = len(self.targets.labels)
+            few = n_known < self.n_classes or float(np.min(self.class_counts[:n_known])) < float(v["novelty_until"]) \
+                if v.get("novelty_until") else True
+            if few:
+                ratio = self._d_min / (ref[0] / ref[1])
                 if ratio > 1.0:
                     self._u /= ratio ** float(v["novelty"])
         if self._mc_on and "unclaimed" in v and not self._claimed and len(self.targets.labels) < self.n_classes:
