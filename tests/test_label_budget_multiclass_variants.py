@@ -35,7 +35,8 @@ def test_neutral_switches_are_the_learner():
     tool = load_tool("label_budget_variants")
     for base_variant in ({}, R):
         base, a = _run(tool, base_variant, 4)
-        for switch in ({"cmw_k": 0.0}, {"pos_w": 0.0}, {"novelty": 0.0}, {"unclaimed": 0.0}, {"refit_epochs": 1}):
+        for switch in ({"cmw_k": 0.0}, {"pos_w": 0.0}, {"novelty": 0.0}, {"novelty": 0.0, "novelty_ref": "stream"},
+                       {"unclaimed": 0.0}, {"refit_epochs": 1}):
             model, b = _run(tool, {**base_variant, **switch}, 4)
             assert np.array_equal(a.predictions, b.predictions), switch
             assert np.array_equal(a.asked, b.asked), switch
@@ -46,8 +47,8 @@ def test_each_switch_changes_multiclass_and_not_binary():
     tool = load_tool("label_budget_variants")
     _, base4 = _run(tool, R, 4)
     _, base2 = _run(tool, R, 2)
-    for switch in ({"cmw_k": 3.0}, {"pos_w": 1.0}, {"novelty": 3.0}, {"unclaimed": 3.0}, {"refit_order": "interleave"},
-                   {"refit_epochs": 2}):
+    for switch in ({"cmw_k": 3.0}, {"pos_w": 1.0}, {"novelty": 3.0}, {"novelty": 3.0, "novelty_ref": "stream"},
+                   {"unclaimed": 3.0}, {"refit_order": "interleave"}, {"refit_epochs": 2}):
         _, b4 = _run(tool, {**R, **switch}, 4)
         assert not (np.array_equal(base4.predictions, b4.predictions) and np.array_equal(base4.asked, b4.asked)), \
             switch

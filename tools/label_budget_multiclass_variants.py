@@ -291,7 +291,8 @@ def diagnose(variant, seeds, tasks=None):
                 support = np.mean([r["ours"][c][0] for r in runs])
                 firsts = [r["first_label"][c] for r in runs]
                 first = ", ".join("-" if f is None else str(f) for f in firsts)
-                lines.append(f"    class {c}: support {support:.0f}, labels {np.mean([r['labels'][c] for r in runs]):.1f}, "
+                labels = np.mean([r["labels"][c] for r in runs])
+                lines.append(f"    class {c}: support {support:.0f}, labels {labels:.1f}, "
                              f"first label at {first}, predicted {np.mean([r['ours'][c][1] for r in runs]):.0f} "
                              f"(River {np.mean([r['river'][c][1] for r in runs]):.0f}), F1 "
                              f"{100 * np.mean([r['ours'][c][2] for r in runs]):.1f} "
