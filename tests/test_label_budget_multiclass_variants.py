@@ -1,4 +1,4 @@
-"""tools/label_budget_multiclass_variants.py: each multiclass switch at its neutral value is
+"""tools/label_budget_multiclass_variants.py (and its diagnosis tool): each multiclass switch at its neutral value is
 the learner (so a switch's numbers differ from R's by the switch alone), each changes what it
 names on a multiclass stream and nothing on a binary one, and the diagnosis and the
 multiclass table run end to end."""
@@ -87,10 +87,20 @@ def test_interleaved_refit_order():
 
 
 def test_diagnosis_and_table_run(tmp_path, capsys):
-    tool = load_tool("label_budget_multiclass_variants")
+    tool = load_tool("label_budget_multiclass_diagnosis")
     lines = tool.diagnose(R, (1000,), ["dermatology"])
     assert len(lines) == 2 * 7 and "6 classes, 366 readings" in lines[0]
     assert tool.main(["--table", "base", '{"cmw_k": 1.0}', "--seeds", "1000", "--cache", str(tmp_path / "c.json")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("base |") and out[1].startswith('{"cmw_k": 1.0} |')
     assert out[0].count("; +0.0)") == 4  # the first line's deltas to itself
+
+
+def test_an_unknown_choice_is_refused_by_name():
+    tool = load_tool("label_budget_variants")
+    try:
+        tool.Variant({"refit_order": "shuffle"}, n_classes=3)
+    except ValueError as error:
+        assert "refit_order must be one of 'interleave'; got 'shuffle'" in str(error)
+    else:
+        raise AssertionError("refit_order 'shuffle' was accepted")
