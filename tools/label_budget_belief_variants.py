@@ -13,13 +13,15 @@ docstring of that tool lists every switch, and ``docs/learners.md`` gives their 
   what a learner that is given ``(slots, z)`` can keep; ``refit_cap``: at most that many
   labels kept, after which refits stop); ``refit_epochs``: passes over the kept labels
   at each refit (the first in order, the others each in a new random order from a
-  generator seeded by the learner's seed); ``refit_r``: ``r`` times this in the refit's
-  first pass (the later passes and the stream keep ``r``); ``refit_ipw``: in the refit
+  generator seeded by ``refit_seed``, default 0); ``refit_r``: ``r`` times this in the refit's
+  first pass (the stream keeps ``r``), ``refit_r_later`` in the later passes;
+  ``refit_order: "reverse"``: the later passes alternate reversed and in order instead of
+  random orders; ``refit_ipw``: in the refit
   only, each kept label learned with ``r / w``, ``w`` the inverse of the probability
   the rule asked it with over the kept labels' mean of that inverse, at most
   ``refit_ipw`` (the asked labels are a biased sample, piled up near the boundary);
-  with ``ncm`` (``bncm``) the refit also counts the class means again, under the
-  standardization it learns on.
+  ``refit_ncm``: with ``ncm`` (``bncm``) the refit also counts the class means again,
+  under the standardization it learns on (without it they keep the ``z`` of their labels).
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ class BeliefVariants:
         self.Sb[:] = 1.0 if self.learn_intercept else 0.0
         self.class_sums[:] = 0.0
         self.class_counts[:] = 0.0
-        recount_means = "ncm" in v and hasattr(self, "_ncm_s")
+        recount_means = v.get("refit_ncm") and "ncm" in v and hasattr(self, "_ncm_s")
         if recount_means:
             self._ncm_s[:] = 0.0
             self._ncm_n[:] = 0.0
@@ -122,8 +124,13 @@ class BeliefVariants:
         r = self._r
         try:
             for epoch in range(int(v.get("refit_epochs", 1))):
-                order = np.arange(len(rebuilt)) if epoch == 0 else self._refit_order.permutation(len(rebuilt))
-                scale = float(v.get("refit_r", 1.0)) if epoch == 0 else 1.0
+                if epoch == 0:
+                    order = np.arange(len(rebuilt))
+                elif v.get("refit_order") == "reverse":
+                    order = np.arange(len(rebuilt))[::-1] if epoch % 2 else np.arange(len(rebuilt))
+                else:
+                    order = self._refit_order.permutation(len(rebuilt))
+                scale = float(v.get("refit_r", 1.0)) if epoch == 0 else float(v.get("refit_r_later", 1.0))
                 for i in order:
                     slots, z, y, _ = rebuilt[i]
                     self._r = r * scale / weights[i]
