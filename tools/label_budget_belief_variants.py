@@ -16,7 +16,8 @@ docstring of that tool lists every switch, and ``docs/learners.md`` gives their 
   generator seeded by ``refit_seed``, default 0); ``refit_r``: ``r`` times this in the refit's
   first pass (the stream keeps ``r``), ``refit_r_later`` in the later passes;
   ``refit_order: "reverse"``: the later passes alternate reversed and in order instead of
-  random orders; ``refit_ipw``: in the refit
+  random orders; ``refit_floor``: the variances' floor in the refit (the stream keeps
+  ``variance_floor``: with it a pass never stops moving); ``refit_ipw``: in the refit
   only, each kept label learned with ``r / w``, ``w`` the inverse of the probability
   the rule asked it with over the kept labels' mean of that inverse, at most
   ``refit_ipw`` (the asked labels are a biased sample, piled up near the boundary);
@@ -121,7 +122,8 @@ class BeliefVariants:
         if v.get("refit_ipw"):
             inverse = np.array([1.0 / max(p, 1e-3) for *_, p in rebuilt])
             weights = np.minimum(inverse / inverse.mean(), float(v["refit_ipw"]))
-        r = self._r
+        r, floor = self._r, self._floor
+        self._floor = float(v.get("refit_floor", floor))
         try:
             for epoch in range(int(v.get("refit_epochs", 1))):
                 if epoch == 0:
@@ -136,7 +138,7 @@ class BeliefVariants:
                     self._r = r * scale / weights[i]
                     ActiveAROW.learn(self, slots.copy(), z.copy(), y)
         finally:
-            self._r = r
+            self._r, self._floor = r, floor
         if self.channels.t >= max(v["refit"]):
             self._early = None
 

@@ -97,10 +97,11 @@ Variants (keys of the JSON object; any of ActiveAROW's parameters may be given t
   sees (all a learner given ``(slots, z)`` can keep); refits stop after the last
   reading named, or once more than ``refit_cap`` labels are kept.
 * ``refit_epochs``, ``refit_seed``, ``refit_order``, ``refit_r``, ``refit_r_later``,
-  ``refit_ipw``, ``refit_ncm``: more passes over the kept labels at each refit (in
-  random orders from that seed, or alternately reversed), another ``r`` in its first
-  or later passes, inverse-probability weights on the kept labels in the refit, the
-  binary class means counted again in it (see the sibling's docstring).
+  ``refit_floor``, ``refit_ipw``, ``refit_ncm``: more passes over the kept labels at each
+  refit (in random orders from that seed, or alternately reversed), another ``r`` in its
+  first or later passes, another variance floor in it, inverse-probability weights on the
+  kept labels in it, the binary class means counted again in it (see the sibling's
+  docstring).
 
 ``ep``, ``hedge`` and ``refit`` live in ``tools/label_budget_belief_variants.py``.
 
