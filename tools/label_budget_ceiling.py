@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import label_budget_variants as variants  # noqa: E402  (a sibling tool, by path)
+import label_budget_variants as variants  # noqa: E402  (sibling tools, by path)
+import results_label_budget as runner  # noqa: E402
 
 from edgelearn.evaluate import prequential  # noqa: E402
 from edgelearn.streams import iter_array  # noqa: E402
@@ -56,11 +57,10 @@ def refit_accuracy(Xf, y, mask, C: float, step: int) -> float:
 
 def ceiling(variant: dict, protocol: str, task: str, seeds, cs) -> dict:
     """``{row name: mean accuracy}`` for one protocol and task (see the module docstring)."""
-    tool = variants._sibling("results_label_budget")
     out: dict = {}
     for seed in seeds:
-        X, y, names = tool.task_data(task)
-        Xr, yr = tool.protocol_stream(X, y, protocol, seed)
+        X, y, names = runner.task_data(task)
+        Xr, yr = runner.protocol_stream(X, y, protocol, seed)
         yr = np.asarray(yr, dtype=bool)
         model = variants.Variant(variant, target_query_rate=variants.BUDGET, seed=seed, capacity=max(256, X.shape[1]))
         result = prequential(model, iter_array(Xr, yr, names))
@@ -78,11 +78,10 @@ def ceiling(variant: dict, protocol: str, task: str, seeds, cs) -> dict:
 
 
 def main(argv=None) -> int:
-    tool = variants._sibling("results_label_budget")
     parser = argparse.ArgumentParser(prog="tools/label_budget_ceiling.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("variant", help="'base', or a JSON object of a variant of tools/label_budget_variants.py")
-    parser.add_argument("--tasks", default=",".join(tool.TASKS), help="comma-separated binary tasks (default: all 13)")
-    parser.add_argument("--protocols", default=",".join(tool.PROTOCOLS), help="comma-separated (default: both)")
+    parser.add_argument("--tasks", default=",".join(runner.TASKS), help="comma-separated binary tasks (default: all 13)")
+    parser.add_argument("--protocols", default=",".join(runner.PROTOCOLS), help="comma-separated (default: both)")
     parser.add_argument("--seeds", default="1000,1001,1002", help="comma-separated tuning seeds (default: %(default)s)")
     parser.add_argument("--C", default="0.1,1.0", help="the logistic regressions' C (default: %(default)s)")
     args = parser.parse_args(argv)
