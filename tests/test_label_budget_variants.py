@@ -96,3 +96,32 @@ def test_refit_keeps_the_raw_values_and_changes_the_first_predictions():
     assert np.array_equal(refit.predictions[:10], base.predictions[:10])  # the first refit is before reading 11
     assert not np.array_equal(refit.predictions, base.predictions)
     assert np.mean(refit.asked) < 0.12
+
+
+def test_refit_passes_change_the_fit_and_give_back_r_and_floor():
+    tool = load_tool("label_budget_variants")
+    stream = _stream(2)
+    refit = {"refit": (10, 20, 40, 80), "refit_z": 1}
+    one = prequential(tool.Variant(refit, target_query_rate=0.1, seed=5, capacity=8), stream)
+    # one pass, the learner's r and floor in it: the refit as it was, every prediction
+    same = prequential(tool.Variant({**refit, "refit_epochs": 1, "refit_r_later": 9.0, "refit_floor": 0.3},
+                                    target_query_rate=0.1, seed=5, capacity=8), stream)
+    assert np.array_equal(one.predictions, same.predictions) and np.array_equal(one.asked, same.asked)
+    twice = tool.Variant({**refit, "refit_epochs": 2, "refit_r": 3.0, "refit_floor": 0.0}, target_query_rate=0.1,
+                         seed=5, capacity=8)
+    more = prequential(twice, stream)
+    assert not np.array_equal(more.predictions, one.predictions)
+    assert twice._r == twice.r and twice._floor == twice.variance_floor  # the refit's own r and floor put back
+    assert 0 < np.mean(more.asked) < 0.12
+
+
+def test_ceiling_refit_accuracy_learns_from_the_marked_labels_only():
+    ceiling = load_tool("label_budget_ceiling")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y = X[:, 0] > 0
+    every = ceiling.refit_accuracy(X, y, np.ones(400, dtype=bool), 1.0, 20)
+    assert every > 90  # a separable task, refit every 20 readings
+    # marking only negatives: the majority label of them, always False
+    only_negatives = ceiling.refit_accuracy(X, y, ~y, 1.0, 20)
+    assert abs(only_negatives - 100 * np.mean(~y)) < 1e-9

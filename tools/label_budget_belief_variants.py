@@ -11,7 +11,18 @@ docstring of that tool lists every switch, and ``docs/learners.md`` gives their 
   label asked so far again, with the channels' standardization and bins as they are
   then (``refit_z``: from raw values rebuilt from ``z`` when ``learn`` met it, which is
   what a learner that is given ``(slots, z)`` can keep; ``refit_cap``: at most that many
-  labels kept, after which refits stop).
+  labels kept, after which refits stop); ``refit_epochs``: passes over the kept labels
+  at each refit (the first in order, the others each in a new random order from a
+  generator seeded by ``refit_seed``, default 0); ``refit_r``: ``r`` times this in the refit's
+  first pass (the stream keeps ``r``), ``refit_r_later`` in the later passes;
+  ``refit_order: "reverse"``: the later passes alternate reversed and in order instead of
+  random orders; ``refit_floor``: the variances' floor in the refit (the stream keeps
+  ``variance_floor``: with it a pass never stops moving); ``refit_ipw``: in the refit
+  only, each kept label learned with ``r / w``, ``w`` the inverse of the probability
+  the rule asked it with over the kept labels' mean of that inverse, at most
+  ``refit_ipw`` (the asked labels are a biased sample, piled up near the boundary);
+  ``refit_ncm``: with ``ncm`` (``bncm``) the refit also counts the class means again,
+  under the standardization it learns on (without it they keep the ``z`` of their labels).
 """
 
 from __future__ import annotations
@@ -49,7 +60,9 @@ class BeliefVariants:
                 (np.zeros_like(self.W), self.S.copy(), self.b.copy(), self.Sb.copy(), float(r)) for r in v["hedge"]]
             self._hedge_err = np.zeros(len(self._models))
             self._leader = 0
-        self._early = [] if v.get("refit") else None  # refit: the labels asked so far, as (values, label)
+        self._early = [] if v.get("refit") else None  # refit: the labels asked so far, as (values, label, p)
+        self._refit_order = np.random.default_rng(int(v.get("refit_seed", 0)) + 7919)  # refit_epochs' orders
+        self._refit_one_pass = False  # the multiclass switches' passes, already in self._early
 
     # -- refit: the first labels learned again once the channels' scales are known --
 
@@ -72,29 +85,63 @@ class BeliefVariants:
             space, ok = self.channels, slots >= 0
             s = slots[ok]
             x = (s.copy(), space.mean[s] + z[ok] * np.sqrt(space.var[s] + space.eps))
-        self._early.append((x, y))
+        self._early.append((x, y, float(getattr(self, "_p_last", 1.0))))
         if len(self._early) > int(v.get("refit_cap", 10**9)):  # the buffer is full: no more refits
             self._early = None
 
     def _refit(self):
         """The belief back at its prior, then every label asked so far learned again in
-        order, with the channels' standardization and bins as they are now."""
+        order, with the channels' standardization and bins as they are now (and, with
+        ``refit_epochs``, again in random orders)."""
+        v = self._variant
         self.W[:] = 0.0
         self.S[:] = 1.0
         self.b[:] = 0.0
         self.Sb[:] = 1.0 if self.learn_intercept else 0.0
         self.class_sums[:] = 0.0
         self.class_counts[:] = 0.0
+        recount_means = v.get("refit_ncm") and "ncm" in v and hasattr(self, "_ncm_s")
+        if recount_means:
+            self._ncm_s[:] = 0.0
+            self._ncm_n[:] = 0.0
         space = self.channels
-        for x, y in self._early:
+        rebuilt = []
+        for x, y, p in self._early:
             if isinstance(x, dict):
                 slots, z = space.transform(x)
             else:  # refit_z: raw values rebuilt from z as learn met it
                 slots, z = x[0].copy(), x[1].copy()
                 channel_kernels.standardize(slots, z, len(slots), space.count, space.mean, space.var, space.eps,
                                             space.z_max)
-            ActiveAROW.learn(self, slots.copy(), z.copy(), y)
-        if self.channels.t >= max(self._variant["refit"]):
+            rebuilt.append((slots, z, y, p))
+            if recount_means:
+                ok = slots >= 0
+                c = (1 if self.targets.sign(y) > 0 else 0) if self.binary else self.targets.index(y)
+                self._ncm_s[c, slots[ok]] += z[ok]
+                self._ncm_n[c] += 1.0
+        weights = np.ones(len(rebuilt))
+        if v.get("refit_ipw"):
+            inverse = np.array([1.0 / max(p, 1e-3) for *_, p in rebuilt])
+            weights = np.minimum(inverse / inverse.mean(), float(v["refit_ipw"]))
+        r, floor = self._r, self._floor
+        self._floor = float(v.get("refit_floor", floor))
+        try:
+            passes = 1 if self._refit_one_pass else int(v.get("refit_epochs", 1))
+            for epoch in range(passes):
+                if epoch == 0:
+                    order = np.arange(len(rebuilt))
+                elif v.get("refit_order") == "reverse":
+                    order = np.arange(len(rebuilt))[::-1] if epoch % 2 else np.arange(len(rebuilt))
+                else:
+                    order = self._refit_order.permutation(len(rebuilt))
+                scale = float(v.get("refit_r", 1.0)) if epoch == 0 else float(v.get("refit_r_later", 1.0))
+                for i in order:
+                    slots, z, y, _ = rebuilt[i]
+                    self._r = r * scale / weights[i]
+                    ActiveAROW.learn(self, slots.copy(), z.copy(), y)
+        finally:
+            self._r, self._floor = r, floor
+        if self.channels.t >= max(v["refit"]):
             self._early = None
 
     # -- hedge: several beliefs, the prediction by the one with the fewest mistakes --

@@ -46,7 +46,7 @@ class MulticlassVariants:
     :meth:`_init_multiclass` in its ``__init__``."""
 
     def _init_multiclass(self, v):
-        for key, allowed in (("refit_order", ("interleave",)), ("novelty_ref", ("asked", "stream"))):
+        for key, allowed in (("refit_order", ("interleave", "reverse")), ("novelty_ref", ("asked", "stream"))):
             if key in v and v[key] not in allowed:
                 raise ValueError(f"variant {key} must be one of {', '.join(map(repr, allowed))}; got {v[key]!r}")
         self._mc_on = not self.binary and any(k in v for k in ("novelty", "cmw_k", "pos_w", "unclaimed"))
@@ -159,13 +159,15 @@ class MulticlassVariants:
         v = self._variant
         order = v.get("refit_order")
         epochs = int(v.get("refit_epochs", 1))
-        if (not order and epochs == 1) or self.binary:
+        # a binary learner, and "reverse", take label_budget_belief_variants' passes (later
+        # ones in random or reversed order); a multiclass learner's passes here repeat the order
+        if self.binary or order == "reverse" or (not order and epochs == 1):
             return super()._refit()
         early = self._early
         if order == "interleave":
             by_class = {}
-            for x, y in early:
-                by_class.setdefault(y, []).append((x, y))
+            for kept in early:  # (values, label, ...)
+                by_class.setdefault(kept[1], []).append(kept)
             queues = list(by_class.values())
             early = []
             while any(queues):
@@ -174,8 +176,10 @@ class MulticlassVariants:
                         early.append(q.pop(0))
         kept = self._early
         self._early = early * epochs
+        self._refit_one_pass = True  # the passes are in the list already
         try:
             super()._refit()
         finally:
+            self._refit_one_pass = False
             if self._early is not None:
                 self._early = kept

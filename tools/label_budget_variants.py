@@ -96,6 +96,12 @@ Variants (keys of the JSON object; any of ActiveAROW's parameters may be given t
   the reading, the raw values its ``z`` stands for under the statistics ``learn``
   sees (all a learner given ``(slots, z)`` can keep); refits stop after the last
   reading named, or once more than ``refit_cap`` labels are kept.
+* ``refit_epochs``, ``refit_seed``, ``refit_order``, ``refit_r``, ``refit_r_later``,
+  ``refit_floor``, ``refit_ipw``, ``refit_ncm``: more passes over the kept labels at each
+  refit (in random orders from that seed, or alternately reversed), another ``r`` in its
+  first or later passes, another variance floor in it, inverse-probability weights on the
+  kept labels in it, the binary class means counted again in it (see the sibling's
+  docstring).
 
 ``ep``, ``hedge`` and ``refit`` live in ``tools/label_budget_belief_variants.py``.
 
@@ -106,7 +112,7 @@ Run from the repository root (``base`` is the learner as it is)::
 One line per variant: mean accuracy and F1 per protocol and family, the gap to
 River with every label in parentheses, the labels used and the balanced accuracy;
 ``--per-task`` adds a line per protocol, task and variant (and River) with its mean
-accuracy, F1 and balanced accuracy.
+accuracy, F1 and balanced accuracy; ``--family binary`` runs the binary tasks only.
 """
 
 from __future__ import annotations
@@ -543,11 +549,11 @@ class Variant(_MULTICLASS.MulticlassVariants, BeliefVariants, Base):
 
 
 def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=None, multiclass_tasks=None,
-            per_task: dict | None = None):
+            per_task: dict | None = None, family: str | None = None):
     """``{variant name: {(protocol, family): (accuracy, F1, accuracy gap, F1 gap, labels %,
     balanced accuracy)}}``; ``per_task``, if given, is filled with ``{(protocol, task, name):
     (accuracy, F1, balanced accuracy)}``, means over the seeds (River's run with every label
-    under its own name)."""
+    under its own name); ``family`` (``"binary"`` or ``"multiclass"``): that family's tasks only."""
     tool = _sibling("results_label_budget")
     families_module = tool._families()
     seeds = tuple(seeds or tool.TUNE_SEEDS)
@@ -556,6 +562,8 @@ def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=No
         "multiclass": ([families_module.multiclass_task(t) for t in (multiclass_tasks or families_module.MULTICLASS_TASKS)],
                        families_module.RIVER_SOFTMAX),
     }
+    if family is not None:
+        families = {family: families[family]}
     # run_one builds edgelearn.ActiveAROW: the variant class stands in for it, in this
     # process and the workers it forks, and is put back after.
 
@@ -611,6 +619,8 @@ def main(argv=None) -> int:
                              "never the reported 0-9)")
     parser.add_argument("--per-task", action="store_true",
                         help="also each task's mean accuracy, per protocol, beside River's with every label")
+    parser.add_argument("--family", choices=("binary", "multiclass"), default=None,
+                        help="that family's tasks only (default: both)")
     args = parser.parse_args(argv)
     variants = [{} if v == "base" else {k: tuple(x) if isinstance(x, list) else x for k, x in json.loads(v).items()}
                 for v in args.variants]  # a list (hedge's r values) as a tuple: units are hashable
@@ -618,7 +628,8 @@ def main(argv=None) -> int:
     if seeds and min(seeds) < 1000:
         parser.error(f"--seeds must be tuning seeds (1000 or more): the pages report seeds 0-9; got {args.seeds}")
     per_task = {} if args.per_task else None
-    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None, seeds=seeds, per_task=per_task)
+    table = measure(variants, args.jobs, Path(args.cache) if args.cache else None, seeds=seeds, per_task=per_task,
+                    family=args.family)
     for name, rows in table.items():
         cells = [f"{p} {family}: accuracy {acc:.1f} ({dacc:+.1f}), F1 {f1:.1f} ({df1:+.1f}), labels {rate:.1f}%, "
                  f"balanced accuracy {balanced:.1f}"
