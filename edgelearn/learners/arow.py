@@ -135,9 +135,9 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
       standardization and bins as they are then; refits end after the last point, or at
       a label beyond ``refit_labels``. On the tuning seeds at a 10% budget
       (``refit_until = 160``, ``docs/learners.md``) binary accuracy +0.3 to +1.1.
-      It runs on the per-message paths only (``decide_one``, ``learn_one``,
-      ``decide_and_learn``): a learner with it declines the jitted ``"log_loop"`` and
-      ``"batch_pass"`` (:meth:`why_not` says so), and it does not merge while refits are
+      Every path runs it alike, to the bit: the per-message ones (``decide_one``,
+      ``learn_one``, ``decide_and_learn``) and the jitted row loops of :meth:`run_rows`
+      (``"log_loop"``, ``"batch_pass"``). A learner does not merge while refits are
       pending (a refit resets the belief, which a contribution cannot carry). A learner
       started from a group makes no refits; a state saved before it loads with it off.
 
@@ -388,13 +388,14 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
                 self.W, self.S, self.b, self.Sb, self._m, self._v, self._r, self._floor,
                 float(self.query_power), _PRIOR_VAR, self.rng_state, threshold, target is not None,
                 0.0 if target is None else float(target), float(self.budget_gain),
-                *out,
+                *out, *self._refit_arrays(), self.class_sums, self.class_counts,
             )
             return row, status == loop.DONE, threshold, n_features
 
         threshold, states = run_signed(self.targets, rows, self._current_threshold, run)
         self._current_threshold = float(threshold)
         space.take_column_map(names, slot_col, changed, counters)
+        self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
         return out.result(states)
 
     def _run_rows_multiclass(self, rows: RowsPass) -> RowsResult:
@@ -419,14 +420,22 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
                 float(self.query_power), _PRIOR_VAR, self.rng_state, threshold, target,
                 float(self.budget_gain), out.slots, out.vals, out.pred, out.margins, out.asked,
                 usable, out.feat_k, out.feat_slots, out.feat_z,
-                self.class_sums, self.class_counts, float(self.class_mean_weight),
+                self.class_sums, self.class_counts, float(self.class_mean_weight), *self._refit_arrays(),
             )
             return row, status == loop.DONE, threshold, n_features
 
         threshold, states = run_indexed(self.targets, rows, self._current_threshold, run)
         self._current_threshold = float(threshold)
         space.take_column_map(names, slot_col, changed, counters)
+        self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
         return out.result(states, usable)
+
+    def _refit_arrays(self) -> tuple:
+        # The row loops' refit arguments (kernels/log_replay.py): the kept labels, their count
+        # (none, or -1 once the refits are over: the loops then neither refit nor keep), scratch.
+        return (self.refit_until, self.refit_values, self.refit_targets,
+                self.refit_count, self._refit_slots, self._refit_z,
+                _PRIOR_VAR if self.learn_intercept else 0.0)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the
@@ -525,8 +534,6 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         self.learn(slots, z, y)
 
     def why_not(self, capability: str) -> str | None:
-        if capability in ("log_loop", "batch_pass") and self._refit_points:
-            return "refit_until > 0: the refit runs only on the per-message path"
         if capability == "merge" and self._refitting:
             # a contribution is a change of precision, never negative; a refit resets the belief
             return "refits pending (refit_until > 0): it contributes once they are over"
