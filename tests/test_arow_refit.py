@@ -300,9 +300,39 @@ def test_a_recycled_slot_clears_its_kept_values():
     assert np.isnan(model.refit_values[:6, slot_b]).all() and model.refit_values[6, slot_b] == 1.0
 
 
+@pytest.mark.parametrize("target", [0.05, 0.1, 0.2, 0.5])
+def test_refit_labels_none_holds_every_label_asked_for_before_the_last_refit(target):
+    """``refit_labels=None`` (the default) sizes the buffer from the budget,
+    ``rate_control.most_asks(refit_until, target_query_rate)``: a learner asking as much
+    as its budget lets it (a threshold that wants every label) keeps every label it asks
+    for up to the last refit, and fills the buffer; one label fewer would end its refits
+    at reading 160 without the refit there."""
+    from edgelearn.kernels.rate_control import most_asks
+
+    size = most_asks(160, target)
+    assert ActiveAROW(refit_until=160, target_query_rate=target).refit_values.shape == (size, 256)
+    for labels in (size, size - 1):
+        model = ActiveAROW(refit_until=160, refit_labels=labels if labels < size else None,
+                           target_query_rate=target, threshold=1e6, budget_gain=1e-9, seed=1, capacity=8)
+        asked = 0
+        for i, (x, y) in enumerate(_stream(161, 9)):
+            if i == 160:
+                assert asked == size  # the budget let every label it could through
+                assert model.refit_count[0] == (size if labels == size else -1)  # -1: ended early
+            d = model.decide_one(x)
+            asked += d.ask
+            if d.ask:
+                model.learn(d.slots, d.z, y)
+        assert model.refit_count[0] == -1
+    assert ActiveAROW(refit_until=160, target_query_rate=None).refit_values.shape[0] == 160  # no budget
+    assert ActiveAROW(refit_until=160, refit_labels=7).refit_values.shape[0] == 7  # a number is taken as it is
+    assert ActiveAROW(refit_until=160, target_query_rate=0.1).refit_values.shape[0] == 26
+    assert ActiveAROW(refit_until=160).refit_values.shape[0] == 52  # target_query_rate 0.2
+
+
 @pytest.mark.parametrize("param,value,error", [
     ("refit_until", -1, ValueError), ("refit_until", 9, ValueError), ("refit_until", 1.5, ValueError), ("refit_labels", 0, ValueError),
-    ("refit_labels", "32", TypeError),
+    ("refit_labels", "32", TypeError), ("refit_labels", 2.5, TypeError),
 ])
 def test_bad_refit_parameters_are_named(param, value, error):
     with pytest.raises(error) as info:

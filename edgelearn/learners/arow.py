@@ -11,7 +11,7 @@ import numpy as np
 
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
-from ..kernels.rate_control import informed_query_state, is_informed, new_query_state, widened
+from ..kernels.rate_control import informed_query_state, is_informed, most_asks, new_query_state, widened
 from .arrays import RowsPass, RowsResult, row_buffers, run_indexed, run_signed
 from .base import Decision, Learner, softmax_proba
 from .belief_sharing import belief_by_slot, belief_columns, load_belief
@@ -128,7 +128,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
       learned on ``z`` from a few readings' statistics (a channel's first reading
       standardizes to 0, its second to plus or minus 1) and young bin frequencies, and
       under a 10% budget they are most of what a short stream ever learns. With
-      ``refit_until > 0`` the learner keeps its first ``refit_labels`` labels (the raw
+      ``refit_until > 0`` the learner keeps its first ``refit_labels`` labels (by default
+      as many as its label budget can ask for by reading ``refit_until``; the raw
       values ``mean + z sqrt(var + eps)`` their ``z`` stands for when learned) and, before
       readings 10, 20, 40, ... up to ``refit_until``, puts the belief and the class sums
       back at the prior and learns the kept labels again, in order, under the channels'
@@ -184,7 +185,15 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         Refit the first labels before readings 10, 20, 40, ... up to this one (see
         **Refit of the first labels**); 0 is off, and 1 to 9 are refused (no refit point).
     refit_labels
-        Labels kept for the refits; a label beyond them ends the refits.
+        Labels kept for the refits; a label beyond them ends the refits. ``None`` sizes
+        the buffer from the label budget: the most labels the rate control lets a new
+        model ask for over its first ``refit_until`` readings,
+        ``min(refit_until, floor(q * refit_until + room + loan))`` with ``q =
+        target_query_rate`` and the budget's room and start-up loan at that reading
+        (:func:`~edgelearn.kernels.rate_control.most_asks`; ``refit_until`` with no
+        budget), so no label asked for is cut before the last refit: 26 at ``q = 0.1``,
+        52 at 0.2, with ``refit_until = 160``. Labels learned beyond the asks (a
+        pipeline's ``label_policy = "all"``) can still outrun it.
 
     Calibration: :meth:`predict_proba_one` gives ``Phi(m / sqrt(1 + v))``
     for a binary learner, the predictive probability of a probit model whose
@@ -214,9 +223,10 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     frequencies and edges), plus ``8 * n_classes * (capacity + 1)`` for a
     multiclass learner's class means, plus 64 bytes per label it may hold (2 if
     binary), plus its ChannelSpace.  Binary, ``capacity = 256``, 8 bins: 81
-    kB.  With refits (``refit_until >= 10``), ``8 * refit_labels * (capacity + 1) + 8 +
-    12 * capacity`` bytes more (the kept values and labels, their count, a reading's
-    scratch): 68,872 at ``capacity = 256`` and 32 labels.
+    kB.  With refits (``refit_until >= 10``), ``8 * L * (capacity + 1) + 8 + 12 *
+    capacity`` bytes more, ``L`` the labels kept (``refit_labels``, or as the budget sizes
+    it): the kept values and labels, their count, a reading's scratch; 68,872 at
+    ``capacity = 256`` and 32 labels, 109,992 at 52 (``target_query_rate = 0.2``, sized).
 
     Examples
     --------
@@ -260,7 +270,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         "evict_after": Interval(int, 1, None),
         "seed": Interval(int, 0, 2**64 - 1),
         "refit_until": OneOf(Options(0), Interval(int, 10, None)),  # the first refit point is 10
-        "refit_labels": Interval(int, 1, None),
+        "refit_labels": OneOf(Options(None), Interval(int, 1, None)),  # None: sized from the budget
     }
 
     def __init__(
@@ -279,7 +289,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         evict_after: int = 1000,
         seed: int = 0,
         refit_until: int = 0,
-        refit_labels: int = 32,
+        refit_labels: int | None = None,
     ):
         self._set_params(locals())
         self._init_channels(capacity, evict_after)
@@ -311,7 +321,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         # and their count (-1: no more refits); nothing when refit_until is 0
         # the readings before which a refit runs (none when refit_until is 0)
         self._refit_points = frozenset(K.refit_points(refit_until))
-        kept = refit_labels if self._refit_points else 0
+        kept = self._refit_size() if self._refit_points else 0
         self.refit_values = np.zeros((kept, capacity), dtype=np.float64)
         self.refit_targets = np.zeros(kept, dtype=np.float64)
         self.refit_count = np.zeros(1 if kept else 0, dtype=np.int64)
@@ -320,6 +330,12 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         # a reading's channels as the refit rebuilds them (scratch)
         self._refit_slots = np.zeros(capacity if kept else 0, dtype=np.int32)
         self._refit_z = np.zeros(capacity if kept else 0, dtype=np.float64)
+
+    def _refit_size(self) -> int:
+        """Labels the refit buffer holds: ``refit_labels``, or sized from the budget (None)."""
+        if self.refit_labels is not None:
+            return self.refit_labels
+        return max(most_asks(self.refit_until, self.target_query_rate), 1)
 
     @property
     def current_threshold(self) -> float:
