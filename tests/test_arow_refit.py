@@ -96,7 +96,7 @@ def test_the_learner_is_the_measured_variant(n_classes, seed):
     params = dict(target_query_rate=0.1, seed=seed + 3, n_classes=n_classes, capacity=8)
     wired = prequential(ActiveAROW(**REFIT, **params), stream)
     measured = prequential(tool.Variant(MEASURED, **params), stream)
-    off = prequential(ActiveAROW(**params), stream)
+    off = prequential(ActiveAROW(refit_until=0, **params), stream)
     assert np.array_equal(wired.predictions, measured.predictions)
     assert np.array_equal(wired.asked, measured.asked)
     assert not np.array_equal(wired.predictions, off.predictions)  # the refits changed something
@@ -249,7 +249,7 @@ def test_replay_with_refits_is_jitted_and_equals_the_live_pipeline(n_classes):
 def test_state_saves_loads_and_an_old_state_predicts_as_before():
     stream = _stream(400, 3)
     model = ActiveAROW(seed=2, target_query_rate=0.2, **REFIT)
-    plain = ActiveAROW(seed=2, target_query_rate=0.2)
+    plain = ActiveAROW(seed=2, target_query_rate=0.2, refit_until=0)
     for x, y in stream[:70]:  # mid-refits: kept labels, refits at 80 and 160 still to come
         for m in (model, plain):
             d = m.decide_one(x)
@@ -343,11 +343,14 @@ def test_bad_refit_parameters_are_named(param, value, error):
 
 @pytest.mark.parametrize("n_classes,capacity", [(2, 256), (4, 16)])
 def test_memory_is_the_documented_bound(n_classes, capacity):
-    off, on = ActiveAROW(n_classes=n_classes, capacity=capacity), ActiveAROW(n_classes=n_classes, capacity=capacity,
-                                                                            **REFIT)
+    off = ActiveAROW(n_classes=n_classes, capacity=capacity, refit_until=0)
+    on = ActiveAROW(n_classes=n_classes, capacity=capacity, **REFIT)
     # the labels' values, their labels and the count, and two scratch arrays of a reading
     assert on.memory_bytes() - off.memory_bytes() == 8 * 32 * (capacity + 1) + 8 + 12 * capacity
-    assert ActiveAROW(refit_until=0).memory_bytes() == ActiveAROW().memory_bytes()  # off: nothing more
+    # the default: refit_until 160 and the buffer sized from the budget, 52 labels at target_query_rate 0.2
+    assert ActiveAROW().memory_bytes() - ActiveAROW(refit_until=0).memory_bytes() == 8 * 52 * 257 + 8 + 12 * 256 == 109_992
+    off = ActiveAROW(refit_until=0)
+    assert off.memory_bytes() == ActiveAROW(refit_until=0, refit_labels=500).memory_bytes()  # off: nothing more
 
 
 def test_no_contribution_while_refits_are_pending():
@@ -369,4 +372,4 @@ def test_no_contribution_while_refits_are_pending():
         d = model.decide_one(x)
         if d.ask:
             model.learn(d.slots, d.z, y)
-    assert model.can("merge") and ActiveAROW().can("merge")
+    assert model.can("merge") and ActiveAROW(refit_until=0).can("merge") and not ActiveAROW().can("merge")

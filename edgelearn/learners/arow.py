@@ -124,7 +124,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
       (``docs/learners.md``).  The class means are the learner's own: a merge
       does not share them (a learner started from a group predicts by AROW's
       rows until it learns labels itself).
-    * **Refit of the first labels** (``refit_until``, opt-in): the first labels are
+    * **Refit of the first labels** (``refit_until``, 160 by default): the first labels are
       learned on ``z`` from a few readings' statistics (a channel's first reading
       standardizes to 0, its second to plus or minus 1) and young bin frequencies, and
       under a 10% budget they are most of what a short stream ever learns. With
@@ -183,7 +183,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         Seed of the learner's own generator for query decisions.
     refit_until
         Refit the first labels before readings 10, 20, 40, ... up to this one (see
-        **Refit of the first labels**); 0 is off, and 1 to 9 are refused (no refit point).
+        **Refit of the first labels**); 0 is off (the default until the refit ran on every
+        path), and 1 to 9 are refused (no refit point).
     refit_labels
         Labels kept for the refits; a label beyond them ends the refits. ``None`` sizes
         the buffer from the label budget: the most labels the rate control lets a new
@@ -209,8 +210,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     tools/results_label_budget.py --tune --jobs 2`` runs the final grid, over
     ``r`` in 50, 80, 120 and ``n_bins`` in 0, 8, 12; ``query_power`` and the
     floor come from an earlier grid over 5, 8 and 0, 0.3); the floor comes from the bundled
-    occupancy demo's drift (accuracy 0.9569 without it, 0.9671 with it,
-    ``edgelearn replay --set variance_floor=0.0``) and changed those tasks by
+    occupancy demo's drift (accuracy 0.9569 without it, 0.9671 with it, before the refit
+    was on by default; ``edgelearn replay --set variance_floor=0.0 --set refit_until=0``) and changed those tasks by
     less than 0.1 point.  A rehearsal buffer replaying
     labelled instances, and random exploration mixed into the query rule,
     were tried on the same seeds and lost accuracy (``docs/learners.md``).
@@ -223,10 +224,12 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     frequencies and edges), plus ``8 * n_classes * (capacity + 1)`` for a
     multiclass learner's class means, plus 64 bytes per label it may hold (2 if
     binary), plus its ChannelSpace.  Binary, ``capacity = 256``, 8 bins: 81
-    kB.  With refits (``refit_until >= 10``), ``8 * L * (capacity + 1) + 8 + 12 *
+    kB without refits (``refit_until = 0``).  With refits (``refit_until >= 10``), ``8 * L * (capacity + 1) + 8 + 12 *
     capacity`` bytes more, ``L`` the labels kept (``refit_labels``, or as the budget sizes
     it): the kept values and labels, their count, a reading's scratch; 68,872 at
-    ``capacity = 256`` and 32 labels, 109,992 at 52 (``target_query_rate = 0.2``, sized).
+    ``capacity = 256`` and 32 labels, 109,992 at 52 (the defaults: ``target_query_rate =
+    0.2``, ``refit_until = 160``, sized), 14,296 at the gateway's ``capacity = 64`` and 10%
+    budget (26 labels).
 
     Examples
     --------
@@ -288,7 +291,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         capacity: int = 256,
         evict_after: int = 1000,
         seed: int = 0,
-        refit_until: int = 0,
+        refit_until: int = 160,
         refit_labels: int | None = None,
     ):
         self._set_params(locals())
