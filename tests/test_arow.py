@@ -213,7 +213,7 @@ def test_class_means_are_the_tuned_variant_and_off_is_the_former_learner():
         a, b, c = rng.gauss(0, 1), rng.gauss(0, 1), rng.gauss(0, 1)
         x = {"a": a, "b": b, "c": c} if rng.random() > 0.3 else {"b": b, "c": c}
         stream.append((x, int(a > 0) + int(b > 0.5) + (1 if c > 1 else 0)))
-    params = dict(target_query_rate=0.1, seed=5, n_classes=4, capacity=8)
+    params = dict(target_query_rate=0.1, seed=5, n_classes=4, capacity=8, refit_until=0)  # measured without refits
     wired = prequential(ActiveAROW(class_mean_weight=0.3, **params), stream)
     measured = prequential(tool.Variant({"class_mean_weight": 0.0, "ncm": 0.3, "ncm_k": 0.0}, **params), stream)
     off = prequential(ActiveAROW(class_mean_weight=0.0, **params), stream)
@@ -501,8 +501,9 @@ def test_memory_bytes_is_the_documented_bound_and_fixed(n_classes, capacity, n_b
     bins = model.n_bins
     features = capacity * (1 + bins)
     class_means = 0 if n_classes == 2 else 8 * n_classes * (capacity + 1)
+    refit = 8 * 52 * (capacity + 1) + 8 + 12 * capacity  # the default refit: 52 labels kept at a 20% budget
     bound = (16 * rows * (features + 2) + 24 + 8 * capacity * bins + 8 * max(bins - 1, 0) + 12 * features + labels
-             + class_means + model.channels.memory_bytes())
+             + class_means + refit + model.channels.memory_bytes())
     assert model.memory_bytes() == bound
     for i, (x, y) in enumerate(linear_stream(3000, 1)):
         x[f"extra-{i % 500}"] = 1.0

@@ -1,7 +1,7 @@
 """ActiveAROW's refit of the first labels (``refit_until``, ``refit_labels``; issue 26):
 its kernels against plain references, the learner against the variant that measured
-it (``tools/label_budget_variants.py``), every per-message path alike, the jitted
-paths refused with a reason, and its state, merges and memory."""
+it (``tools/label_budget_variants.py``), every per-message path and the jitted row loops
+alike, and its state, merges and memory."""
 
 import random
 
@@ -96,7 +96,7 @@ def test_the_learner_is_the_measured_variant(n_classes, seed):
     params = dict(target_query_rate=0.1, seed=seed + 3, n_classes=n_classes, capacity=8)
     wired = prequential(ActiveAROW(**REFIT, **params), stream)
     measured = prequential(tool.Variant(MEASURED, **params), stream)
-    off = prequential(ActiveAROW(**params), stream)
+    off = prequential(ActiveAROW(refit_until=0, **params), stream)
     assert np.array_equal(wired.predictions, measured.predictions)
     assert np.array_equal(wired.asked, measured.asked)
     assert not np.array_equal(wired.predictions, off.predictions)  # the refits changed something
@@ -131,36 +131,125 @@ def test_learn_one_and_decide_and_learn_are_decide_one_then_learn():
     assert fused.refit_count[0] == -1 and every.refit_count[0] == -1  # over after reading 160
 
 
-def test_the_jitted_paths_say_why_not():
-    from firmware_bridge.offline.replay import replay_records
-    from firmware_bridge.pipeline import Pipeline
-    from firmware_bridge.wire import encode_data
-    from firmware_bridge.wire.logfile import LogRecord
+def _early_rows(n: int, seed: int, n_labels: int):
+    """A stream's rows whose slots are recycled within the refits' span: 4 channels,
+    then a new name every 20 rows from row 15 on, each present for 8 rows (with
+    ``capacity=6, evict_after=10`` each takes the slot of one gone), labels on 70% of
+    the rows drawn from ``n_labels`` labels (more than a learner of 3 classes holds)."""
+    rng = np.random.default_rng([26, seed])
+    names = [f"c{j}" for j in range(4)] + [f"new{i}" for i in range(15, n, 20)]
+    X = np.full((n, len(names)), np.nan)
+    X[:, :4] = rng.normal(size=(n, 4)) * [1.0, 3.0, 0.5, 2.0] + [0.0, 10.0, -3.0, 1.0]
+    X[:, :4][rng.random((n, 4)) < 0.2] = np.nan
+    for j, first in enumerate(range(15, n, 20)):
+        X[first:first + 8, 4 + j] = rng.normal(size=min(8, n - first))
+    labels = ["a", "b", "c", "d", "e"][:n_labels]
+    score = np.nan_to_num(X[:, 0] + (X[:, 1] - 10.0) / 3.0)
+    code = np.digitize(score, np.linspace(-1.5, 1.5, n_labels - 1)).astype(float)
+    code[rng.random(n) < 0.3] = -1.0
+    return X, names, code, labels
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("refit_labels", [32, 6])
+@pytest.mark.parametrize("target, learn_if_asked", [(0.2, True), (None, False)])
+def test_run_rows_refits_as_decide_one_and_learn_bit_for_bit(n_classes, refit_labels, target, learn_if_asked):
+    """The jitted row loops (``run_rows``: replay's ``"log_loop"``, the gateway's
+    ``"batch_pass"``) refit and keep as ``decide_one`` and ``learn`` do, reading by
+    reading: the same queries, margins, features and learned state, refit buffers and
+    query state included, with slots recycled in the refits' span, passes cut inside it
+    (before, at and after refit points), a label whose side or class is new stopping the
+    loop and resuming, and (``refit_labels=6``) a label beyond the buffer ending the
+    refits."""
+    from test_fast_path import _per_message
 
     from edgelearn.learners.arrays import RowsPass
 
-    why = "refit_until > 0: the refit runs only on the per-message path"
-    model = ActiveAROW(**REFIT)
-    assert not model.can("log_loop") and not model.can("batch_pass") and model.can("decide_learn")
-    assert model.why_not("log_loop") == model.why_not("batch_pass") == why
-    assert ActiveAROW().can("log_loop") and ActiveAROW().why_not("log_loop") is None
-    with pytest.raises(ValueError, match=r"'refit_until' parameter of ActiveAROW must be one of \{0\} or an int in \[10, inf\)\. Got 9\."):
-        ActiveAROW(refit_until=9)  # no refit point below 10: a value that would do nothing is refused
-    with pytest.raises(ValueError, match="run_rows: refit_until > 0"):
-        model.run_rows(RowsPass(np.zeros((2, 1)), ["a"], np.zeros(2), [False, True], False, False))
-    records = [LogRecord(f"sensors/{s}/data", float(i), encode_data(float(i), i, {"a": float(i % 7)}, i % 3 == 0))
-               for i in range(300) for s in ("kitchen", "hall")]
-    pipeline = Pipeline("active_arow", REFIT, label_policy="from_data")
-    assert pipeline.batch_path is None
-    result = replay_records(pipeline, records)
-    assert result["paths"] == {"kitchen": f"per-message: {why}", "hall": f"per-message: {why}"}
-    assert Pipeline("active_arow", {}, label_policy="from_data").batch_path is not None
+    params = dict(capacity=6, evict_after=10, n_classes=n_classes, target_query_rate=target, seed=5,
+                  refit_until=160, refit_labels=refit_labels)
+    X, names, codes, labels = _early_rows(400, seed=n_classes, n_labels=2 if n_classes == 2 else 5)
+    reference, jitted = ActiveAROW(**params), ActiveAROW(**params)
+    assert jitted.can("log_loop") and jitted.can("batch_pass") and jitted.why_not("log_loop") is None
+    expected = _per_message(reference, X, names, codes, labels, learn_if_asked)
+    cuts = [0, 7, 10, 11, 33, 40, 41, 150, 161, 400]
+    got, evicted = [], {}
+    for a, b in zip(cuts, cuts[1:]):
+        got.append(jitted.run_rows(RowsPass(X[a:b], names, codes[a:b], labels, learn_if_asked, True)))
+        evicted[b] = jitted.channels.n_evicted
+    assert evicted[150] >= 3  # slots recycled while the refits run
+    assert np.concatenate([g.asked for g in got]).tolist() == expected["asked"]
+    assert np.concatenate([g.margins for g in got]).tobytes() == np.array(expected["margin"]).tobytes()
+    feats = [(g.feat_slots[i, :g.feat_k[i]], g.feat_z[i, :g.feat_k[i]]) for g in got for i in range(len(g.pred))]
+    for (sa, za), (sb, zb) in zip(feats, expected["feat"]):
+        assert sa.tolist() == sb.tolist() and za.tobytes() == zb.tobytes()
+    a, b = reference.to_state(), jitted.to_state()
+    for name, value in a["learned"].items():
+        if isinstance(value, np.ndarray):
+            assert value.tobytes() == b["learned"][name].tobytes(), name  # NaN included
+        else:
+            assert value == b["learned"][name], name
+    for name, value in a["channels"].items():
+        if isinstance(value, np.ndarray):
+            assert value.tobytes() == b["channels"][name].tobytes(), name
+    # what the test is about: recycles before reading 160, labels resumed, the refits over
+    assert jitted.channels.t == 400
+    assert sum(len(g.label_states) - 1 for g in got) >= (1 if n_classes == 2 else 3)
+    assert jitted.refit_count[0] == -1 and not jitted._refitting
+    if refit_labels == 32:  # every refit point ran with labels kept: the belief differs from no refits
+        plain = ActiveAROW(**{**params, "refit_until": 0})
+        plain.run_rows(RowsPass(X, names, codes, labels, learn_if_asked, False))
+        assert not np.array_equal(plain.W, jitted.W)
+        assert np.isnan(jitted.refit_values[:32]).any()  # recycled slots cleared in kept rows
+
+
+def test_run_rows_mid_refits_hands_over_to_the_per_message_path():
+    """A pass that ends inside the refits' span leaves the learner as ``decide_one`` and
+    ``learn`` would: the next readings, per message, go on bit for bit."""
+    from test_fast_path import _per_message
+
+    from edgelearn.learners.arrays import RowsPass
+
+    params = dict(capacity=6, evict_after=10, target_query_rate=0.3, seed=2, **REFIT)
+    X, names, codes, labels = _early_rows(240, seed=7, n_labels=2)
+    reference, mixed = ActiveAROW(**params), ActiveAROW(**params)
+    expected = _per_message(reference, X, names, codes, labels, True)
+    mixed.run_rows(RowsPass(X[:55], names, codes[:55], labels, True, False))
+    assert mixed._refitting and mixed.refit_count[0] > 0
+    rest = _per_message(mixed, X[55:], names, codes[55:], labels, True)
+    assert rest["asked"] == expected["asked"][55:]
+    assert np.array(rest["margin"]).tobytes() == np.array(expected["margin"][55:]).tobytes()
+    for name, value in reference.to_state()["learned"].items():
+        if isinstance(value, np.ndarray):
+            assert value.tobytes() == mixed.to_state()["learned"][name].tobytes(), name
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_replay_with_refits_is_jitted_and_equals_the_live_pipeline(n_classes):
+    """``edgelearn replay``'s jitted log loop with refits, against the per-message
+    pipeline, bit for bit (outputs, counters, metrics, learners' states); slots of the
+    log's bursts of new names recycled while the refits run, chunks cut inside them."""
+    from test_bulk_replay import _assert_same, _log_records, _pipeline
+
+    from firmware_bridge.offline.replay import replay_records
+
+    records = _log_records(n_classes, n=2000, label_kind="str" if n_classes == 2 else "many")
+    live = _pipeline("from_data", "active_arow", n_classes=n_classes, **REFIT)
+    bulk = _pipeline("from_data", "active_arow", n_classes=n_classes, **REFIT)
+    ran = replay_records(live, records, jit=False, keep_predictions=True)
+    jitted = replay_records(bulk, records, keep_predictions=True, chunk=45)
+    assert set(jitted["paths"].values()) == {"jitted"}
+    for name in live.streams:
+        a, b = ran["outputs"][name], jitted["outputs"][name]
+        assert a["ask"] == b["ask"] and a["y"] == b["y"]
+        assert np.array_equal(np.array(a["score"]), np.array(b["score"]))
+        assert bulk.learner(name).refit_count[0] == -1
+    _assert_same(live, bulk)
 
 
 def test_state_saves_loads_and_an_old_state_predicts_as_before():
     stream = _stream(400, 3)
     model = ActiveAROW(seed=2, target_query_rate=0.2, **REFIT)
-    plain = ActiveAROW(seed=2, target_query_rate=0.2)
+    plain = ActiveAROW(seed=2, target_query_rate=0.2, refit_until=0)
     for x, y in stream[:70]:  # mid-refits: kept labels, refits at 80 and 160 still to come
         for m in (model, plain):
             d = m.decide_one(x)
@@ -211,9 +300,39 @@ def test_a_recycled_slot_clears_its_kept_values():
     assert np.isnan(model.refit_values[:6, slot_b]).all() and model.refit_values[6, slot_b] == 1.0
 
 
+@pytest.mark.parametrize("target", [0.05, 0.1, 0.2, 0.5])
+def test_refit_labels_none_holds_every_label_asked_for_before_the_last_refit(target):
+    """``refit_labels=None`` (the default) sizes the buffer from the budget,
+    ``rate_control.most_asks(refit_until, target_query_rate)``: a learner asking as much
+    as its budget lets it (a threshold that wants every label) keeps every label it asks
+    for up to the last refit, and fills the buffer; one label fewer would end its refits
+    at reading 160 without the refit there."""
+    from edgelearn.kernels.rate_control import most_asks
+
+    size = most_asks(160, target)
+    assert ActiveAROW(refit_until=160, target_query_rate=target).refit_values.shape == (size, 256)
+    for labels in (size, size - 1):
+        model = ActiveAROW(refit_until=160, refit_labels=labels if labels < size else None,
+                           target_query_rate=target, threshold=1e6, budget_gain=1e-9, seed=1, capacity=8)
+        asked = 0
+        for i, (x, y) in enumerate(_stream(161, 9)):
+            if i == 160:
+                assert asked == size  # the budget let every label it could through
+                assert model.refit_count[0] == (size if labels == size else -1)  # -1: ended early
+            d = model.decide_one(x)
+            asked += d.ask
+            if d.ask:
+                model.learn(d.slots, d.z, y)
+        assert model.refit_count[0] == -1
+    assert ActiveAROW(refit_until=160, target_query_rate=None).refit_values.shape[0] == 160  # no budget
+    assert ActiveAROW(refit_until=160, refit_labels=7).refit_values.shape[0] == 7  # a number is taken as it is
+    assert ActiveAROW(refit_until=160, target_query_rate=0.1).refit_values.shape[0] == 26
+    assert ActiveAROW(refit_until=160).refit_values.shape[0] == 52  # target_query_rate 0.2
+
+
 @pytest.mark.parametrize("param,value,error", [
     ("refit_until", -1, ValueError), ("refit_until", 9, ValueError), ("refit_until", 1.5, ValueError), ("refit_labels", 0, ValueError),
-    ("refit_labels", "32", TypeError),
+    ("refit_labels", "32", TypeError), ("refit_labels", 2.5, TypeError),
 ])
 def test_bad_refit_parameters_are_named(param, value, error):
     with pytest.raises(error) as info:
@@ -224,11 +343,14 @@ def test_bad_refit_parameters_are_named(param, value, error):
 
 @pytest.mark.parametrize("n_classes,capacity", [(2, 256), (4, 16)])
 def test_memory_is_the_documented_bound(n_classes, capacity):
-    off, on = ActiveAROW(n_classes=n_classes, capacity=capacity), ActiveAROW(n_classes=n_classes, capacity=capacity,
-                                                                            **REFIT)
+    off = ActiveAROW(n_classes=n_classes, capacity=capacity, refit_until=0)
+    on = ActiveAROW(n_classes=n_classes, capacity=capacity, **REFIT)
     # the labels' values, their labels and the count, and two scratch arrays of a reading
     assert on.memory_bytes() - off.memory_bytes() == 8 * 32 * (capacity + 1) + 8 + 12 * capacity
-    assert ActiveAROW(refit_until=0).memory_bytes() == ActiveAROW().memory_bytes()  # off: nothing more
+    # the default: refit_until 160 and the buffer sized from the budget, 52 labels at target_query_rate 0.2
+    assert ActiveAROW().memory_bytes() - ActiveAROW(refit_until=0).memory_bytes() == 8 * 52 * 257 + 8 + 12 * 256 == 109_992
+    off = ActiveAROW(refit_until=0)
+    assert off.memory_bytes() == ActiveAROW(refit_until=0, refit_labels=500).memory_bytes()  # off: nothing more
 
 
 def test_no_contribution_while_refits_are_pending():
@@ -250,4 +372,4 @@ def test_no_contribution_while_refits_are_pending():
         d = model.decide_one(x)
         if d.ask:
             model.learn(d.slots, d.z, y)
-    assert model.can("merge") and ActiveAROW().can("merge")
+    assert model.can("merge") and ActiveAROW(refit_until=0).can("merge") and not ActiveAROW().can("merge")

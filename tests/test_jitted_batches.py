@@ -52,17 +52,17 @@ def _normalized(outputs, issued):
     return out
 
 
-def _pipelines(policy: str, kind: str = "paacds", n_classes: int = 2):
+def _pipelines(policy: str, kind: str = "paacds", n_classes: int = 2, **extra):
     params = {"capacity": 6, "evict_after": 40, "target_query_rate": 0.3, "seed": 5,
-              "n_classes": n_classes}
+              "n_classes": n_classes, **extra}
     jitted = Pipeline(kind, params, label_policy=policy, limits=Limits(max_channels=16))
     plain = Pipeline(kind, params, label_policy=policy, limits=Limits(max_channels=16))
     plain.batch_path = None
     return jitted, plain
 
 
-def _run(policy: str, seed: int, journal: bool = False, kind: str = "paacds", n_classes: int = 2):
-    jitted, plain = _pipelines(policy, kind, n_classes)
+def _run(policy: str, seed: int, journal: bool = False, kind: str = "paacds", n_classes: int = 2, **extra):
+    jitted, plain = _pipelines(policy, kind, n_classes, **extra)
     lessons = {id(jitted): [], id(plain): []}
     if journal:
         for p in (jitted, plain):
@@ -122,6 +122,25 @@ def test_jitted_multiclass_batches_answer_as_reading_by_reading(policy, seed, ki
     for name in jitted.streams:
         assert jitted.learner(name).classes == plain.learner(name).classes
         assert jitted.metrics(name).labels == plain.metrics(name).labels
+    assert len(jitted.batch_path.decoder().names) > 0  # the jitted path ran
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize(("policy", "seed"), [("request", 0), ("request", 1), ("from_data", 2)])
+def test_jitted_batches_with_refits_answer_as_reading_by_reading(policy, seed, n_classes):
+    """ActiveAROW's refit (``refit_until``) in the batch pass: labels in the data, and
+    labels asked for and answered later (``learn`` keeps them), slots recycled in the
+    refits' span; the same messages, lessons and state as reading by reading."""
+    jitted, plain = _run(policy, seed, journal=True, kind="active_arow", n_classes=n_classes,
+                         refit_until=160, refit_labels=32)
+    _assert_same_state(jitted, plain)
+    c = jitted.counters()
+    assert c["batches"] > 0 and c["learned"] > 0
+    if policy == "request":
+        assert c["label_requests"] > 0 and c["label_answered"] > 0
+    for name in jitted.streams:
+        assert jitted.learner(name).refit_count.size == 1
+    assert any(jitted.learner(name).refit_count[0] == -1 for name in jitted.streams)  # refits over
     assert len(jitted.batch_path.decoder().names) > 0  # the jitted path ran
 
 

@@ -27,7 +27,7 @@ def test_numpy_step_matches_the_kernels_binary_and_multiclass():
     tool = load_tool("label_budget_variants")
     for n_classes in (2, 4):
         stream = _stream(n_classes)
-        base = tool.Base(target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
+        base = tool.Base(target_query_rate=0.1, seed=5, refit_until=0, n_classes=n_classes, capacity=8)
         check = tool.Variant({"mode": "hinge"}, target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
         a, b = prequential(base, stream), prequential(check, stream)
         assert np.array_equal(a.predictions, b.predictions)
@@ -39,7 +39,7 @@ def test_numpy_step_matches_the_kernels_binary_and_multiclass():
 def test_a_variant_changes_what_it_names():
     tool = load_tool("label_budget_variants")
     stream = _stream(2)
-    base = prequential(tool.Base(target_query_rate=0.1, seed=5, capacity=8), stream)
+    base = prequential(tool.Base(target_query_rate=0.1, seed=5, refit_until=0, capacity=8), stream)
     replayed = prequential(tool.Variant({"replay": 8, "steps": 2}, target_query_rate=0.1, seed=5, capacity=8), stream)
     assert not np.array_equal(replayed.predictions, base.predictions)
 
@@ -73,7 +73,7 @@ def test_a_hedge_of_the_learner_alone_is_the_learner():
     tool = load_tool("label_budget_variants")
     for n_classes in (2, 4):
         stream = _stream(n_classes)
-        base = tool.Base(target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
+        base = tool.Base(target_query_rate=0.1, seed=5, refit_until=0, n_classes=n_classes, capacity=8)
         hedged = tool.Variant({"hedge": (80.0,)}, target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
         a, b = prequential(base, stream), prequential(hedged, stream)
         assert np.array_equal(a.predictions, b.predictions) and np.array_equal(a.asked, b.asked)
@@ -90,7 +90,7 @@ def test_refit_keeps_the_raw_values_and_changes_the_first_predictions():
     assert len(keeper._early) == len(asked) > 20
     for (slots, values), x in zip((e[0] for e in keeper._early), asked):
         np.testing.assert_allclose(sorted(values), sorted(x.values()), rtol=1e-9, atol=1e-9)
-    base = prequential(tool.Base(target_query_rate=0.1, seed=5, capacity=8), stream)
+    base = prequential(tool.Base(target_query_rate=0.1, seed=5, refit_until=0, capacity=8), stream)
     refit = prequential(tool.Variant({"refit": (10, 20, 40), "refit_z": 1}, target_query_rate=0.1, seed=5,
                                      capacity=8), stream)
     assert np.array_equal(refit.predictions[:10], base.predictions[:10])  # the first refit is before reading 11

@@ -191,7 +191,7 @@ def test_arow_checkpoint_keeps_the_last_contribution():
 
 def test_arow_recycled_slot_starts_its_contribution_from_nothing():
     model = ActiveAROW(capacity=2, evict_after=5)
-    for x, y in readings(50, 7, order=("a", "b"), drop=0.0):
+    for x, y in readings(170, 7, order=("a", "b"), drop=0.0):  # past the refits (reading 160): it merges
         model.learn_one({k: x[k] for k in ("a", "b")}, y)
     model.contribution()
     # "b" disappears, "c" takes its slot
@@ -231,7 +231,7 @@ def test_arow_reversed_labels_are_turned_round():
     joined = next(m for m in accuracy if m is not alone_on_all)
     assert accuracy[joined] > accuracy[alone_on_all] - 0.03 and accuracy[joined] > 0.8
     # labels that are neither the group's nor the other way round are refused
-    c = trained(ActiveAROW, [(x, "on" if y else "off") for x, y in readings(50, 12)])
+    c = trained(ActiveAROW, [(x, "on" if y else "off") for x, y in readings(170, 12)])  # past the refits
     with pytest.raises(ValueError, match="knows the labels"):
         ActiveAROW.merge([c.contribution()], group=group)
 
@@ -285,11 +285,11 @@ def test_arow_multiclass_merge_is_the_precision_weighted_combination_by_class_na
     score = {m: np.mean([m.predict_one(x) == y for x, y in test]) for m in (new, ActiveAROW(n_classes=3))}
     assert score[new] > 0.7 and score[new] > list(score.values())[1] + 0.2
     # a fourth class beyond n_classes = 3 is refused; another n_classes is another structure
-    d = trained(ActiveAROW, [(x, "off") for x, _ in multiclass_readings(20, 3)], n_classes=3)
+    d = trained(ActiveAROW, [(x, "off") for x, _ in multiclass_readings(170, 3)], n_classes=3)  # past the refits
     with pytest.raises(ValueError, match="more than n_classes=3"):
         ActiveAROW.merge([d.contribution()], group=group)
     with pytest.raises(ValueError, match="structure"):
-        ActiveAROW.merge([trained(ActiveAROW, first[:50], n_classes=4).contribution()], group=group)
+        ActiveAROW.merge([trained(ActiveAROW, first[:170], n_classes=4).contribution()], group=group)
 
 
 # -- PA ----------------------------------------------------------------------------
@@ -356,9 +356,9 @@ def test_merge_refuses_another_kind_version_or_structure():
         ActiveAROW.merge([pa])
     with pytest.raises(ValueError, match="version 7 is not supported"):
         PA.merge([{**pa, "version": 7}])
-    arow = trained(ActiveAROW, readings(20, 1)).contribution()
+    arow = trained(ActiveAROW, readings(170, 1)).contribution()  # past the refits (reading 160): it merges
     with pytest.raises(ValueError, match="structure"):
-        ActiveAROW.merge([arow], group=ActiveAROW.merge([trained(ActiveAROW, readings(20, 1), n_bins=4)
+        ActiveAROW.merge([arow], group=ActiveAROW.merge([trained(ActiveAROW, readings(170, 1), n_bins=4)
                                                          .contribution()]))
     with pytest.raises(ValueError, match="has learned nothing"):
         trained(PA, readings(20, 1)).load_group(PA.merge([pa]))

@@ -275,3 +275,21 @@ def test_a_checkpoint_from_before_the_budget_still_loads():
     state["learned"]["rng_state"] = state["learned"]["rng_state"][:1]  # as saved before
     restored = from_state(state)
     assert restored.readings_decided == 0 and int(restored.rng_state[0]) == int(model.rng_state[0])
+
+
+@pytest.mark.parametrize("target", (0.01, 0.03, 0.05, 0.08, 0.1, 0.2, 0.3, 1.0))
+def test_most_asks_is_what_a_rule_wanting_every_label_gets(target):
+    """``most_asks(n, target)``: the labels a rule that wants every one gets over the first
+    ``n`` readings (a label more at a float's edge, never fewer); any other sequence of
+    wishes gets no more."""
+    greedy, picky = RC.new_query_state(1), RC.new_query_state(2)
+    rng = np.random.default_rng(int(target * 100))
+    for n in range(1, 1201):
+        RC.hold_budget(True, greedy, target)
+        RC.hold_budget(bool(rng.random() < 0.5 if n < 100 else True), picky, target)
+        bound = RC.most_asks(n, target)
+        assert int(greedy[RC.ASKS]) <= bound <= int(greedy[RC.ASKS]) + 1, n
+        assert int(picky[RC.ASKS]) <= bound, n
+        if n in (10, 20, 40, 80, 160, 320):
+            assert int(greedy[RC.ASKS]) == bound, n
+    assert RC.most_asks(160, None) == RC.most_asks(160, 0.0) == 160  # no budget: a label per reading

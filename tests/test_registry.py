@@ -63,8 +63,11 @@ def test_capabilities_are_refined_by_the_instance():
     assert not multiclass.can("decide_learn")
     assert multiclass.can("array_loop") and multiclass.can("log_loop") and multiclass.can("merge")
     # Both kinds' jitted log loop, batch pass and merge serve both tasks
-    for capability in ("log_loop", "batch_pass", "merge"):
+    for capability in ("log_loop", "batch_pass"):
         assert edgelearn.ActiveAROW().can(capability) and edgelearn.ActiveAROW(n_classes=3).can(capability)
+    # merge once the refits of the first labels are over: a new default learner has them pending
+    assert edgelearn.ActiveAROW(refit_until=0).can("merge") and edgelearn.ActiveAROW(n_classes=3, refit_until=0).can("merge")
+    assert not edgelearn.ActiveAROW().can("merge") and "refits pending" in edgelearn.ActiveAROW().why_not("merge")
     assert not edgelearn.ActiveAROW(target_query_rate=None).can("label_rate")
     assert edgelearn.ActiveAROW(target_query_rate=0.1).can("label_rate")
 

@@ -10,7 +10,10 @@ seeds 1000-1002 (which no page reports), on the 13 binary and 4 multiclass tasks
 under both protocols, beside River given every label, through
 ``results_label_budget``'s own runner (its streams, scores and cache format).
 
-Variants (keys of the JSON object; any of ActiveAROW's parameters may be given too):
+Variants (keys of the JSON object; any of ActiveAROW's parameters may be given too).
+The base is ActiveAROW with ``refit_until = 0``, the learner every variant here was
+measured against before the wired refit became its default (``{"refit_until": 160}``
+gives the wired one; the ``refit`` switch below is the code that measured it):
 
 * ``mode``: ``"hinge"`` AROW's update written in NumPy (a check: the same
   numbers as the kernels), ``"var"`` the variance also shrinks on a label the
@@ -161,6 +164,7 @@ class Variant(_MULTICLASS.MulticlassVariants, BeliefVariants, Base):
         v = dict(variant)
         v.pop("code", None)  # the tool's digest, for the cache key only
         kw.update({k: value for k, value in v.items() if k in Base._param_names()})
+        kw.setdefault("refit_until", 0)  # the base every variant was measured against (module docstring)
         super().__init__(**kw)
         if "bncm" in v and self.binary:  # ncm for a binary learner only (a multiclass one has class_mean_weight)
             v["ncm"] = v["bncm"]

@@ -603,6 +603,62 @@ def refit(kept, kept_y, n, count, mean, var, eps, z_max, edges, bin_freq, capaci
             count_class_mean(feature_slots, feature_z, nf, capacity, c, class_sums, class_counts)
 
 
+@jit
+def forget_kept(slot, kept):
+    """A recycled slot's kept values for the refits are gone (NaN: absent), in every kept row."""
+    for i in range(kept.shape[0]):
+        kept[i, slot] = math.nan
+
+
+@jit
+def last_refit_point(until):
+    """The last of :func:`refit_points` (-1: none)."""
+    if until < 10:
+        return -1
+    t = 10
+    while 2 * t <= until:
+        t *= 2
+    return t
+
+
+@jit
+def next_refit_step(t, until, kept_n):
+    """The first reading at or after ``t`` before which :func:`refit_step` is due: the
+    next refit point, or ``t`` itself when past the last one with the refits still on
+    (they end there, as ``ActiveAROW._refit_if_due`` ends them); -1 when they are off
+    (no ``kept_n``) or over (``kept_n[0] < 0``). A jitted loop reads it once, then
+    compares each reading's index with it: one integer compare per row."""
+    if kept_n.shape[0] == 0 or kept_n[0] < 0:
+        return -1
+    last = last_refit_point(until)
+    if t > last:
+        return t
+    p = 10
+    while p < t:
+        p *= 2
+    return p
+
+
+@jit
+def refit_step(t, until, kept, kept_y, kept_n, count, mean, var, eps, z_max, edges, bin_freq,
+               capacity, channel_slots, channel_z, feature_slots, feature_z, W, S, b, Sb, prior_var,
+               intercept_var, r, floor, binary, n_known, class_sums, class_counts):
+    """``ActiveAROW._refit_if_due`` before reading ``t``, the reading
+    :func:`next_refit_step` named: :func:`refit` of the labels kept, if any, at a refit
+    point; the refits end at the last one (``kept_n[0] = -1``). Returns the next
+    reading it is due at (-1: never)."""
+    last = last_refit_point(until)
+    n = kept_n[0]
+    if n > 0 and t <= last:  # t is a refit point: next_refit_step gave it, or 2 t did
+        refit(kept, kept_y, n, count, mean, var, eps, z_max, edges, bin_freq, capacity,
+              channel_slots, channel_z, feature_slots, feature_z, W, S, b, Sb, prior_var, intercept_var,
+              r, floor, binary, n_known, class_sums, class_counts)
+    if t >= last:
+        kept_n[0] = -1
+        return -1
+    return 2 * t
+
+
 def refit_points(until: int) -> list:
     """The readings at which the refits run: 10, 20, 40, ... up to ``until``."""
     points = []

@@ -15,6 +15,14 @@ there) with its own label handling:
   code the per-message path runs), fills in ``code_sign`` and calls again with
   ``resume_k`` (the row's gathered features are kept in ``slots``/``vals``).
   That happens at most twice per stream.
+
+ActiveAROW's refit (``refit_until``) runs in its loops where ``ActiveAROW._refit_if_due``
+and ``learn`` run it on the per-message path: ``arow.refit_step`` after a row's claim (a
+recycled slot forgotten, its kept values too: ``arow.forget_kept``) and before its
+observation, when the row's index is the one ``arow.next_refit_step`` named (one integer
+compare per row; -1 when the refits are off or over); ``arow.keep_for_refit`` after a
+label is learned, on a resumed row too. ``kept`` and the rest are the learner's refit
+arrays (none, ``kept_n`` empty, when it has no refits).
 """
 
 import numpy as np
@@ -120,12 +128,14 @@ def arow_binary_log_loop(
     edges, bin_freq, capacity, feature_slots, feature_z,
     W, S, b, Sb, out_m, out_v, r, floor, power, prior_var, rng_state, threshold, adapt, target, gain,
     slots, vals, pred, margin_out, asked_out, feat_k, feat_slots, feat_z,
+    refit_until, kept, kept_y, kept_n, refit_slots, refit_z, intercept_var, class_sums, class_counts,
 ):
     """Binary ActiveAROW over rows ``start..`` of X, as :func:`paacds_binary_log_loop`
     runs PAACDS: per row, claim slots for new columns (the model forgets recycled
-    ones: ``arow.forget_slot`` and ``arow.forget_bins``, as the learner's
-    ``_forget_slot``), then ``arow.decide_learn_binary``, the kernel of the
-    per-message path, deciding and learning a label whose sign is known.
+    ones: ``arow.forget_slot``, ``arow.forget_bins`` and ``arow.forget_kept``, as the
+    learner's ``_forget_slot``), the refit when due (see "ActiveAROW's refit" above), then ``arow.decide_learn_binary``, the kernel of the
+    per-message path, deciding and learning a label whose sign is known, and
+    ``arow.keep_for_refit`` of a label learned.
 
     Returns ``(row, status, threshold, n)``: ``status`` DONE when every row is
     done, NEED_SIGN when row ``row`` is to be learned with a label whose sign is
@@ -136,10 +146,16 @@ def arow_binary_log_loop(
     :func:`paacds_binary_log_loop`."""
     n = X.shape[0]
     evicted_before = counters[N_EVICTED]
+    keeps = kept_n.shape[0] > 0
     i = start
     if resume_n >= 0:
-        ak.learn_row(feature_slots, feature_z, resume_n, code_sign[int(codes[i])], W, S, b, Sb, 0, r, floor)
+        sign = code_sign[int(codes[i])]
+        ak.learn_row(feature_slots, feature_z, resume_n, sign, W, S, b, Sb, 0, r, floor)
+        if keeps:  # the row's channels are still in slots/vals
+            ak.keep_for_refit(slots, vals, resume_n // (1 + bin_freq.shape[1]), sign, mean, var, eps,
+                              kept, kept_y, kept_n)
         i += 1
+    due = ak.next_refit_step(counters[T], refit_until, kept_n)
     while i < n:
         k = gather_row(
             X, i, col_slot, slot_col, changed, slots, vals, counters,
@@ -151,16 +167,24 @@ def arow_binary_log_loop(
                 if changed[slots[j]] == 2:
                     ak.forget_slot(slots[j], W, S, prior_var)
                     ak.forget_bins(slots[j], bin_freq, capacity, W, S, prior_var)
+                    ak.forget_kept(slots[j], kept)
                     changed[slots[j]] = 1
+        if counters[T] == due:  # after the claim (a recycled slot is forgotten), before the observation
+            due = ak.refit_step(counters[T], refit_until, kept, kept_y, kept_n, count, mean, var, eps, z_max,
+                                edges, bin_freq, capacity, refit_slots, refit_z, feature_slots, feature_z,
+                                W, S, b, Sb, prior_var, intercept_var, r, floor, True, 1, class_sums,
+                                class_counts)
         c = int(codes[i])
         sign = code_sign[c] if c >= 0 else 0.0
-        margin, ask, threshold, _ = ak.decide_learn_binary(
+        margin, ask, threshold, learned = ak.decide_learn_binary(
             slots, vals, k, counters[T], threshold, sign, active_learning,
             count, mean, var, last_seen, forget, eps, z_max,
             edges, bin_freq, capacity, feature_slots, feature_z,
             W, S, b, Sb, out_m, out_v, r, floor, power, rng_state, adapt, target, gain,
         )
         counters[T] += 1
+        if learned and keeps:  # kept under the statistics the label was learned with, as in learn
+            ak.keep_for_refit(slots, vals, k, sign, mean, var, eps, kept, kept_y, kept_n)
         if feat_k.shape[0] == n:
             feat_k[i] = k
             for j in range(k):
@@ -272,6 +296,7 @@ def arow_multiclass_log_loop(
     W, S, b, Sb, out_m, out_v, r, floor, power, prior_var, rng_state, threshold, target, gain,
     slots, vals, pred, margin_out, asked_out, usable_out, feat_k, feat_slots, feat_z,
     class_sums, class_counts, class_mean_weight,
+    refit_until, kept, kept_y, kept_n, refit_slots, refit_z, intercept_var,
 ):
     """Multiclass ActiveAROW over rows ``start..`` of X, as ``decide_one`` then
     ``learn`` run it reading by reading, with the same kernels in the same order:
@@ -284,17 +309,23 @@ def arow_multiclass_log_loop(
     ``arow.learn_multiclass`` (from the margins just scored: ``learn_multiclass_scored``)
     and ``arow.count_class_mean`` on the same features. Returns ``(row, status, threshold, n)``: DONE, or NEED_CLASS at row
     ``row`` with its ``n`` model features in ``feature_slots``/``feature_z`` (call
-    again with ``start=row, resume_n=n`` and ``n_known`` counting the new class)."""
+    again with ``start=row, resume_n=n`` and ``n_known`` counting the new class).
+    The refit and the keep as in :func:`arow_binary_log_loop` (see "ActiveAROW's refit" above)."""
     n = X.shape[0]
     n_rows = W.shape[0]
     row_m = np.empty(n_rows)
     evicted_before = counters[N_EVICTED]
+    keeps = kept_n.shape[0] > 0
     i = start
     if resume_n >= 0:
         c = code_class[int(codes[i])]
         ak.learn_multiclass(feature_slots, feature_z, resume_n, c, n_known, W, S, b, Sb, r, floor)
         ak.count_class_mean(feature_slots, feature_z, resume_n, capacity, c, class_sums, class_counts)
+        if keeps:  # the row's channels are still in slots/vals
+            ak.keep_for_refit(slots, vals, resume_n // (1 + bin_freq.shape[1]), float(c), mean, var, eps,
+                              kept, kept_y, kept_n)
         i += 1
+    due = ak.next_refit_step(counters[T], refit_until, kept_n)
     while i < n:
         k = gather_row(
             X, i, col_slot, slot_col, changed, slots, vals, counters,
@@ -307,7 +338,13 @@ def arow_multiclass_log_loop(
                     ak.forget_slot(slots[j], W, S, prior_var)
                     ak.forget_bins(slots[j], bin_freq, capacity, W, S, prior_var)
                     ak.forget_class_sums(slots[j], class_sums)
+                    ak.forget_kept(slots[j], kept)
                     changed[slots[j]] = 1
+        if counters[T] == due:
+            due = ak.refit_step(counters[T], refit_until, kept, kept_y, kept_n, count, mean, var, eps, z_max,
+                                edges, bin_freq, capacity, refit_slots, refit_z, feature_slots, feature_z,
+                                W, S, b, Sb, prior_var, intercept_var, r, floor, False, n_known, class_sums,
+                                class_counts)
         observe_standardize(slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps,
                             z_max, True)
         counters[T] += 1
@@ -345,5 +382,7 @@ def arow_multiclass_log_loop(
                                        W, S, b, Sb, r, floor, row_m, out_v)
             ak.count_class_mean(feature_slots, feature_z, n_features, capacity, code_class[c], class_sums,
                                 class_counts)
+            if keeps:
+                ak.keep_for_refit(slots, vals, k, float(code_class[c]), mean, var, eps, kept, kept_y, kept_n)
         i += 1
     return n, DONE, threshold, 0

@@ -253,3 +253,18 @@ def realized_rate(state) -> float:
     """The share of the counted readings whose label was asked for (0 before any)."""
     readings = int(state[READINGS])
     return int(state[ASKS]) / readings if readings else 0.0
+
+
+def most_asks(readings: int, target: float | None) -> int:
+    """The most labels the budget lets a new model ask for over its first ``readings``
+    readings, whatever its rule wants: ``min(n, floor(target * n + room(n) + loan(n)))`` at
+    ``n = readings`` (a label per reading at most, and one is asked for at reading ``n``
+    only if the asks stay within the second bound, :func:`hold_budget`; that bound does not
+    fall as ``n`` grows: the loan shrinks by ``(1 + TOLERANCE) * target`` a reading while
+    ``target * n`` and the room, short of its cap before reading ``SHORTEST``, grow by as
+    much). ``readings`` with no budget (``target`` None or 0). A rule that wants every
+    label gets exactly this many. ActiveAROW sizes its refit buffer with it."""
+    if not target:
+        return int(readings)
+    bound = target * readings + room(float(readings), target) + loan(float(readings), target)
+    return min(int(readings), int(math.floor(bound + 1e-9)))  # at a float's edge a label more, never fewer

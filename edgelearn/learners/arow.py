@@ -11,7 +11,7 @@ import numpy as np
 
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
-from ..kernels.rate_control import informed_query_state, is_informed, new_query_state, widened
+from ..kernels.rate_control import informed_query_state, is_informed, most_asks, new_query_state, widened
 from .arrays import RowsPass, RowsResult, row_buffers, run_indexed, run_signed
 from .base import Decision, Learner, softmax_proba
 from .belief_sharing import belief_by_slot, belief_columns, load_belief
@@ -124,20 +124,21 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
       (``docs/learners.md``).  The class means are the learner's own: a merge
       does not share them (a learner started from a group predicts by AROW's
       rows until it learns labels itself).
-    * **Refit of the first labels** (``refit_until``, opt-in): the first labels are
+    * **Refit of the first labels** (``refit_until``, 160 by default): the first labels are
       learned on ``z`` from a few readings' statistics (a channel's first reading
       standardizes to 0, its second to plus or minus 1) and young bin frequencies, and
       under a 10% budget they are most of what a short stream ever learns. With
-      ``refit_until > 0`` the learner keeps its first ``refit_labels`` labels (the raw
+      ``refit_until > 0`` the learner keeps its first ``refit_labels`` labels (by default
+      as many as its label budget can ask for by reading ``refit_until``; the raw
       values ``mean + z sqrt(var + eps)`` their ``z`` stands for when learned) and, before
       readings 10, 20, 40, ... up to ``refit_until``, puts the belief and the class sums
       back at the prior and learns the kept labels again, in order, under the channels'
       standardization and bins as they are then; refits end after the last point, or at
       a label beyond ``refit_labels``. On the tuning seeds at a 10% budget
       (``refit_until = 160``, ``docs/learners.md``) binary accuracy +0.3 to +1.1.
-      It runs on the per-message paths only (``decide_one``, ``learn_one``,
-      ``decide_and_learn``): a learner with it declines the jitted ``"log_loop"`` and
-      ``"batch_pass"`` (:meth:`why_not` says so), and it does not merge while refits are
+      Every path runs it alike, to the bit: the per-message ones (``decide_one``,
+      ``learn_one``, ``decide_and_learn``) and the jitted row loops of :meth:`run_rows`
+      (``"log_loop"``, ``"batch_pass"``). A learner does not merge while refits are
       pending (a refit resets the belief, which a contribution cannot carry). A learner
       started from a group makes no refits; a state saved before it loads with it off.
 
@@ -182,9 +183,18 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         Seed of the learner's own generator for query decisions.
     refit_until
         Refit the first labels before readings 10, 20, 40, ... up to this one (see
-        **Refit of the first labels**); 0 is off, and 1 to 9 are refused (no refit point).
+        **Refit of the first labels**); 0 is off (the default until the refit ran on every
+        path), and 1 to 9 are refused (no refit point).
     refit_labels
-        Labels kept for the refits; a label beyond them ends the refits.
+        Labels kept for the refits; a label beyond them ends the refits. ``None`` sizes
+        the buffer from the label budget: the most labels the rate control lets a new
+        model ask for over its first ``refit_until`` readings,
+        ``min(refit_until, floor(q * refit_until + room + loan))`` with ``q =
+        target_query_rate`` and the budget's room and start-up loan at that reading
+        (:func:`~edgelearn.kernels.rate_control.most_asks`; ``refit_until`` with no
+        budget), so no label asked for is cut before the last refit: 26 at ``q = 0.1``,
+        52 at 0.2, with ``refit_until = 160``. Labels learned beyond the asks (a
+        pipeline's ``label_policy = "all"``) can still outrun it.
 
     Calibration: :meth:`predict_proba_one` gives ``Phi(m / sqrt(1 + v))``
     for a binary learner, the predictive probability of a probit model whose
@@ -200,8 +210,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     tools/results_label_budget.py --tune --jobs 2`` runs the final grid, over
     ``r`` in 50, 80, 120 and ``n_bins`` in 0, 8, 12; ``query_power`` and the
     floor come from an earlier grid over 5, 8 and 0, 0.3); the floor comes from the bundled
-    occupancy demo's drift (accuracy 0.9569 without it, 0.9671 with it,
-    ``edgelearn replay --set variance_floor=0.0``) and changed those tasks by
+    occupancy demo's drift (accuracy 0.9569 without it, 0.9671 with it, before the refit
+    was on by default; ``edgelearn replay --set variance_floor=0.0 --set refit_until=0``) and changed those tasks by
     less than 0.1 point.  A rehearsal buffer replaying
     labelled instances, and random exploration mixed into the query rule,
     were tried on the same seeds and lost accuracy (``docs/learners.md``).
@@ -214,9 +224,12 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     frequencies and edges), plus ``8 * n_classes * (capacity + 1)`` for a
     multiclass learner's class means, plus 64 bytes per label it may hold (2 if
     binary), plus its ChannelSpace.  Binary, ``capacity = 256``, 8 bins: 81
-    kB.  With refits (``refit_until >= 10``), ``8 * refit_labels * (capacity + 1) + 8 +
-    12 * capacity`` bytes more (the kept values and labels, their count, a reading's
-    scratch): 68,872 at ``capacity = 256`` and 32 labels.
+    kB without refits (``refit_until = 0``).  With refits (``refit_until >= 10``), ``8 * L * (capacity + 1) + 8 + 12 *
+    capacity`` bytes more, ``L`` the labels kept (``refit_labels``, or as the budget sizes
+    it): the kept values and labels, their count, a reading's scratch; 68,872 at
+    ``capacity = 256`` and 32 labels, 109,992 at 52 (the defaults: ``target_query_rate =
+    0.2``, ``refit_until = 160``, sized), 14,296 at the gateway's ``capacity = 64`` and 10%
+    budget (26 labels).
 
     Examples
     --------
@@ -260,7 +273,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         "evict_after": Interval(int, 1, None),
         "seed": Interval(int, 0, 2**64 - 1),
         "refit_until": OneOf(Options(0), Interval(int, 10, None)),  # the first refit point is 10
-        "refit_labels": Interval(int, 1, None),
+        "refit_labels": OneOf(Options(None), Interval(int, 1, None)),  # None: sized from the budget
     }
 
     def __init__(
@@ -278,8 +291,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         capacity: int = 256,
         evict_after: int = 1000,
         seed: int = 0,
-        refit_until: int = 0,
-        refit_labels: int = 32,
+        refit_until: int = 160,
+        refit_labels: int | None = None,
     ):
         self._set_params(locals())
         self._init_channels(capacity, evict_after)
@@ -311,7 +324,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         # and their count (-1: no more refits); nothing when refit_until is 0
         # the readings before which a refit runs (none when refit_until is 0)
         self._refit_points = frozenset(K.refit_points(refit_until))
-        kept = refit_labels if self._refit_points else 0
+        kept = self._refit_size() if self._refit_points else 0
         self.refit_values = np.zeros((kept, capacity), dtype=np.float64)
         self.refit_targets = np.zeros(kept, dtype=np.float64)
         self.refit_count = np.zeros(1 if kept else 0, dtype=np.int64)
@@ -320,6 +333,12 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         # a reading's channels as the refit rebuilds them (scratch)
         self._refit_slots = np.zeros(capacity if kept else 0, dtype=np.int32)
         self._refit_z = np.zeros(capacity if kept else 0, dtype=np.float64)
+
+    def _refit_size(self) -> int:
+        """Labels the refit buffer holds: ``refit_labels``, or sized from the budget (None)."""
+        if self.refit_labels is not None:
+            return self.refit_labels
+        return max(most_asks(self.refit_until, self.target_query_rate), 1)
 
     @property
     def current_threshold(self) -> float:
@@ -388,13 +407,14 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
                 self.W, self.S, self.b, self.Sb, self._m, self._v, self._r, self._floor,
                 float(self.query_power), _PRIOR_VAR, self.rng_state, threshold, target is not None,
                 0.0 if target is None else float(target), float(self.budget_gain),
-                *out,
+                *out, *self._refit_arrays(), self.class_sums, self.class_counts,
             )
             return row, status == loop.DONE, threshold, n_features
 
         threshold, states = run_signed(self.targets, rows, self._current_threshold, run)
         self._current_threshold = float(threshold)
         space.take_column_map(names, slot_col, changed, counters)
+        self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
         return out.result(states)
 
     def _run_rows_multiclass(self, rows: RowsPass) -> RowsResult:
@@ -419,14 +439,22 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
                 float(self.query_power), _PRIOR_VAR, self.rng_state, threshold, target,
                 float(self.budget_gain), out.slots, out.vals, out.pred, out.margins, out.asked,
                 usable, out.feat_k, out.feat_slots, out.feat_z,
-                self.class_sums, self.class_counts, float(self.class_mean_weight),
+                self.class_sums, self.class_counts, float(self.class_mean_weight), *self._refit_arrays(),
             )
             return row, status == loop.DONE, threshold, n_features
 
         threshold, states = run_indexed(self.targets, rows, self._current_threshold, run)
         self._current_threshold = float(threshold)
         space.take_column_map(names, slot_col, changed, counters)
+        self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
         return out.result(states, usable)
+
+    def _refit_arrays(self) -> tuple:
+        # The row loops' refit arguments (kernels/log_replay.py): the kept labels, their count
+        # (none, or -1 once the refits are over: the loops then neither refit nor keep), scratch.
+        return (self.refit_until, self.refit_values, self.refit_targets,
+                self.refit_count, self._refit_slots, self._refit_z,
+                _PRIOR_VAR if self.learn_intercept else 0.0)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the
@@ -525,8 +553,6 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         self.learn(slots, z, y)
 
     def why_not(self, capability: str) -> str | None:
-        if capability in ("log_loop", "batch_pass") and self._refit_points:
-            return "refit_until > 0: the refit runs only on the per-message path"
         if capability == "merge" and self._refitting:
             # a contribution is a change of precision, never negative; a refit resets the belief
             return "refits pending (refit_until > 0): it contributes once they are over"

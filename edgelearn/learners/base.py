@@ -333,7 +333,7 @@ class Learner(RiverProtocol, abc.ABC):
 
     def why_not(self, capability: str) -> str | None:
         """Why this instance cannot do ``capability`` although its class declares it (a
-        parameter that rules it out: ActiveAROW's ``refit_until`` and its jitted loops),
+        parameter that rules it out, as ActiveAROW's pending refits rule out ``"merge"``),
         or None. Callers that pick a path say it once (``edgelearn replay``'s summary)."""
         return None
 

@@ -97,7 +97,9 @@ class FleetSink(Sink):
         self.exchange = contributions
         pipeline = host.pipeline
         self.kind = learner_class(pipeline.learner_kind)
-        if not pipeline.learner_can("merge"):
+        # The kind declares merge: a new learner may not merge yet (ActiveAROW's refits of its
+        # first labels are pending) and contribute() skips it until it can.
+        if "merge" not in getattr(self.kind, "capabilities", ()):
             raise ValueError("[fleet] enabled needs a learner that can merge "
                              f"({', '.join(kinds_that_can('merge'))}). "
                              f"Got {self.kind.__name__}.")
