@@ -141,9 +141,10 @@ def _sibling(name: str):
 Base = edgelearn.ActiveAROW
 _BELIEFS = _sibling("label_budget_belief_variants")  # the ep, hedge and refit switches, and probit_v
 BeliefVariants, probit_v = _BELIEFS.BeliefVariants, _BELIEFS.probit_v
+_MULTICLASS = _sibling("label_budget_multiclass_variants")  # novelty, cmw_k, refit_order/epochs, pos_w
 
 
-class Variant(BeliefVariants, Base):
+class Variant(_MULTICLASS.MulticlassVariants, BeliefVariants, Base):
     """ActiveAROW with the variant named by ``variant`` (pairs or a dict; see the module docstring)."""
 
     @classmethod
@@ -198,6 +199,7 @@ class Variant(BeliefVariants, Base):
             self._ncm_s = np.zeros((max(self.n_classes, 2), self.capacity))
             self._ncm_n = np.zeros(max(self.n_classes, 2))
         self._init_beliefs(v)
+        self._init_multiclass(v)
         self._shares = [0.0, 0.0, 0.0, 0.0]  # prior_shift: asked positives, negatives, and 1/p-weighted
         self._p_last = 1.0
         self._class_labels = np.zeros(max(self.n_classes, 2)) if "rare_q" in v else None
@@ -559,7 +561,8 @@ def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=No
 
     # A cached run is keyed by edgelearn's code (results_label_budget.code_version) and
     # by its parameters; a variant's also by this file's code and its sibling's, which make it.
-    code = hashlib.sha256(Path(__file__).read_bytes() + Path(_BELIEFS.__file__).read_bytes()).hexdigest()[:16]
+    code = hashlib.sha256(Path(__file__).read_bytes() + Path(_BELIEFS.__file__).read_bytes()
+                          + Path(_MULTICLASS.__file__).read_bytes()).hexdigest()[:16]
 
     def params_of(variant):
         params = {"target_query_rate": BUDGET}

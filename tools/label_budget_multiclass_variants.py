@@ -1,0 +1,181 @@
+"""Multiclass switches of ``tools/label_budget_variants.py`` for issue 26's macro-F1 gap
+at a 10% budget (session of 2026-11-27, branch macrof1).
+
+``label_budget_variants.Variant`` inherits :class:`MulticlassVariants`; each switch is
+a key of the variant's JSON object and does nothing to a binary learner:
+
+* ``novelty`` (exponent), ``novelty_until`` (``m``: only while a class has fewer than ``m``
+  labels, a class not met yet counting 0; 1: while a class has no label yet):
+  the query rule reads ``u / max(1, d / d_ref)^novelty``, ``d`` the reading's mean
+  squared distance (per present channel, standardized) to the nearest known class
+  mean, ``d_ref`` the running mean of that distance for the asked labels to their own
+  class mean (before they join it): a reading far from every known class may be of a
+  class with no label yet (``novelty_ref: "stream"``: ``d_ref`` the running mean of ``d``
+  over every reading instead): asking for outlying readings to discover rare classes
+  (Pelleg & Moore, "Active learning for anomaly and rare-category detection", NIPS
+  2004; He & Carbonell, "Nearest-neighbor-based active learning for rare category
+  detection", NIPS 2007);
+* ``unclaimed`` (factor): while a class has no label yet, a reading that no known
+  class claims (every known row's score, with the class means, below 0: each
+  one-vs-rest row says "not mine") has its ``u`` divided by ``1 + unclaimed`` (one-vs-rest
+  scores as an open-set test: Scheirer et al., "Toward Open Set Recognition", TPAMI 2013);
+* ``cmw_k``: the class-mean weight of class ``c`` is ``class_mean_weight * (1 +
+  cmw_k / n_c)``, ``n_c`` its labels learned (the generative score counts for more
+  where a row has learned from few positives);
+* ``refit_order``: ``"interleave"`` the refit learns the kept labels class by class in
+  turn (round robin over the classes, each class's labels in their order), not in the
+  order they came; ``refit_epochs``: the refit learns them that many times;
+* ``pos_w`` (exponent): a one-vs-rest row learns its own class's label with
+  ``r / ((mean n + 1) / (n_c + 1))^pos_w`` (a rare class's positive moves its row
+  further: class-balanced steps, the cost-sensitive form of the logit adjustment).
+
+``tools/label_budget_multiclass_diagnosis.py`` diagnoses the gap and measures these
+switches on the multiclass tasks alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgelearn.kernels import arow as K
+
+
+class MulticlassVariants:
+    """The ``novelty``, ``unclaimed``, ``cmw_k``, ``refit_order``/``refit_epochs`` and ``pos_w`` switches,
+    for a subclass of ActiveAROW that keeps its switches in ``self._variant`` and calls
+    :meth:`_init_multiclass` in its ``__init__``."""
+
+    def _init_multiclass(self, v):
+        for key, allowed in (("refit_order", ("interleave",)), ("novelty_ref", ("asked", "stream"))):
+            if key in v and v[key] not in allowed:
+                raise ValueError(f"variant {key} must be one of {', '.join(map(repr, allowed))}; got {v[key]!r}")
+        self._mc_on = not self.binary and any(k in v for k in ("novelty", "cmw_k", "pos_w", "unclaimed"))
+        self._d_ref = [0.0, 0.0]  # novelty: sum and count of the asked labels' distances to their class mean
+        self._d_min = 0.0
+        self._d_all = [0.0, 0.0]  # novelty_ref "stream": sum and count of every reading's nearest distance
+        self._claimed = True  # unclaimed: some known row scored the last reading above 0
+
+    # -- the class means' distance (novelty) and per-class weight (cmw_k) --------
+
+    def _class_mean_distance(self, slots, z, n_known):
+        """Mean squared distance over the present channels to each known class's mean."""
+        ok = (slots >= 0) & (slots < self.capacity)
+        s, x = slots[ok], z[ok]
+        if len(s) == 0 or n_known == 0:
+            return None
+        counts = self.class_counts[:n_known]
+        mu = self.class_sums[:n_known][:, s] / np.maximum(counts, 1.0)[:, None]
+        d = np.mean((mu - x[None, :]) ** 2, axis=1)
+        d[counts <= 0] = np.inf
+        return d
+
+    def _score(self, slots, z):
+        v = self._variant
+        if not self._mc_on:
+            return super()._score(slots, z)
+        n_known = len(self.targets.labels)
+        if "cmw_k" in v and n_known:
+            weight = self.class_mean_weight
+            self.class_mean_weight = 0.0
+            code, margin = super()._score(slots, z)
+            self.class_mean_weight = weight
+            fs, fz = self._features(slots, z)
+            counts = self.class_counts[:n_known]
+            for c in range(n_known):  # one class at a time: the kernel adds to every known row
+                if counts[c] <= 0:
+                    continue
+                w_c = weight * (1.0 + float(v["cmw_k"]) / counts[c])
+                one = np.zeros_like(self._m)
+                sums = np.zeros_like(self.class_sums)
+                sums[c] = self.class_sums[c]
+                K.add_class_means(fs, fz, len(fs) // (1 + self.n_bins), self.capacity, sums, self.class_counts,
+                                  n_known, w_c, one)
+                self._m[c] += one[c]
+            best, runner = K.best_two(self._m, n_known)
+            code, margin = best, (self._m[best] - self._m[runner] if runner >= 0 else self._m[best])
+        else:
+            code, margin = super()._score(slots, z)
+        if "unclaimed" in v:
+            self._claimed = n_known == 0 or float(np.max(self._m[:n_known])) >= 0.0
+        if "novelty" in v:
+            fs, fz = self._features(slots, z)
+            d = self._class_mean_distance(fs, fz, n_known)
+            self._d_min = float(np.min(d)) if d is not None else 0.0
+            if d is not None and np.isfinite(self._d_min):
+                self._d_all[0] += self._d_min
+                self._d_all[1] += 1.0
+        return code, margin
+
+    def _ask(self, margin):
+        v = self._variant
+        ref = self._d_all if v.get("novelty_ref") == "stream" else self._d_ref
+        if self._mc_on and "novelty" in v and ref[1] > 0:
+            n_known = len(self.targets.labels)
+            few = n_known < self.n_classes or float(np.min(self.class_counts[:n_known])) < float(v["novelty_until"]) \
+                if v.get("novelty_until") else True
+            if few:
+                ratio = self._d_min / (ref[0] / ref[1])
+                if ratio > 1.0:
+                    self._u /= ratio ** float(v["novelty"])
+        if self._mc_on and "unclaimed" in v and not self._claimed and len(self.targets.labels) < self.n_classes:
+            self._u /= 1.0 + float(v["unclaimed"])
+        return super()._ask(margin)
+
+    def learn(self, slots, z, y):
+        v = self._variant
+        if not self._mc_on or self.binary:
+            return super().learn(slots, z, y)
+        if "novelty" in v:
+            fs, fz = self._features(slots, z)
+            c = self.targets.index(y)  # (registers a new class, as the learner's learn would)
+            if self.class_counts[c] > 0:
+                d = self._class_mean_distance(fs, fz, len(self.targets.labels))
+                if d is not None:
+                    self._d_ref[0] += float(d[c])
+                    self._d_ref[1] += 1.0
+        if "pos_w" in v:
+            return self._learn_weighted(slots, z, y)
+        return super().learn(slots, z, y)
+
+    def _learn_weighted(self, slots, z, y):
+        """One-vs-rest with the true row's step at ``r / w_c`` (``pos_w``), the others' at ``r``."""
+        c = self.targets.index(y)
+        if self._refitting:  # the learner's own refit (refit_until), as its learn keeps
+            self._keep(slots, z, c)
+        n_known = len(self.targets.labels)
+        counts = self.class_counts[:n_known]
+        w = ((counts.mean() + 1.0) / (counts[c] + 1.0)) ** float(self._variant["pos_w"]) if n_known > 1 else 1.0
+        fs, fz = self._features(slots, z)
+        k = len(fs)
+        K.start_new_row(c, n_known, self.W, self.b)
+        for row in range(n_known):
+            r = self._r / w if row == c else self._r
+            K.learn_row(fs, fz, k, 1.0 if row == c else -1.0, self.W, self.S, self.b, self.Sb, row, r, self._floor)
+        K.count_class_mean(fs, fz, k, self.capacity, c, self.class_sums, self.class_counts)
+
+    # -- the refit's order and passes ----------------------------------------------
+
+    def _refit(self):
+        v = self._variant
+        order = v.get("refit_order")
+        epochs = int(v.get("refit_epochs", 1))
+        if (not order and epochs == 1) or self.binary:
+            return super()._refit()
+        early = self._early
+        if order == "interleave":
+            by_class = {}
+            for x, y in early:
+                by_class.setdefault(y, []).append((x, y))
+            queues = list(by_class.values())
+            early = []
+            while any(queues):
+                for q in queues:
+                    if q:
+                        early.append(q.pop(0))
+        kept = self._early
+        self._early = early * epochs
+        try:
+            super()._refit()
+        finally:
+            if self._early is not None:
+                self._early = kept
