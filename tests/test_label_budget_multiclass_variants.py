@@ -1,0 +1,106 @@
+"""tools/label_budget_multiclass_variants.py (and its diagnosis tool): each multiclass switch at its neutral value is
+the learner (so a switch's numbers differ from R's by the switch alone), each changes what it
+names on a multiclass stream and nothing on a binary one, and the diagnosis and the
+multiclass table run end to end."""
+
+import random
+
+import numpy as np
+
+from edgelearn.evaluate import prequential
+from results_pages import load_tool
+
+R = {"refit": (10, 20, 40, 80, 160), "refit_z": 1, "refit_cap": 32}
+
+
+def _stream(n_classes, n=400, seed=3):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a, b, c = rng.gauss(0, 1), rng.gauss(0, 1), rng.gauss(0, 1)
+        x = {"a": a, "b": b, "c": c} if rng.random() > 0.3 else {"b": b, "c": c}
+        y = a + b > 0 if n_classes == 2 else int(a > 0) + int(b > 0.5) + (1 if n_classes > 3 and c > 1.3 else 0)
+        out.append((x, y))
+    return out
+
+
+def _run(tool, variant, n_classes, stream=None):
+    model = tool.Variant(variant, target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
+    return model, prequential(model, stream or _stream(n_classes))
+
+
+def test_neutral_switches_are_the_learner():
+    # cmw_k 0 re-adds the class means one class at a time (the learner's kernel adds them all);
+    # pos_w 0 is one-vs-rest at r; novelty 0 divides u by 1; one refit epoch in order is R
+    tool = load_tool("label_budget_variants")
+    for base_variant in ({}, R):
+        base, a = _run(tool, base_variant, 4)
+        for switch in ({"cmw_k": 0.0}, {"pos_w": 0.0}, {"novelty": 0.0}, {"novelty": 0.0, "novelty_ref": "stream"},
+                       {"unclaimed": 0.0}, {"refit_epochs": 1}):
+            model, b = _run(tool, {**base_variant, **switch}, 4)
+            assert np.array_equal(a.predictions, b.predictions), switch
+            assert np.array_equal(a.asked, b.asked), switch
+            np.testing.assert_allclose(model.W, base.W, rtol=1e-9, atol=1e-12)
+
+
+def test_each_switch_changes_multiclass_and_not_binary():
+    tool = load_tool("label_budget_variants")
+    _, base4 = _run(tool, R, 4)
+    _, base2 = _run(tool, R, 2)
+    for switch in ({"cmw_k": 3.0}, {"pos_w": 1.0}, {"novelty": 3.0}, {"novelty": 3.0, "novelty_ref": "stream"},
+                   {"unclaimed": 3.0}, {"refit_order": "interleave"}, {"refit_epochs": 2}):
+        _, b4 = _run(tool, {**R, **switch}, 4)
+        assert not (np.array_equal(base4.predictions, b4.predictions) and np.array_equal(base4.asked, b4.asked)), \
+            switch
+        assert np.mean(b4.asked) < 0.12, switch  # the budget still holds
+        _, b2 = _run(tool, {**R, **switch}, 2)
+        assert np.array_equal(base2.predictions, b2.predictions) and np.array_equal(base2.asked, b2.asked), switch
+
+
+def test_class_mean_distance_is_the_plain_one():
+    tool = load_tool("label_budget_variants")
+    model, _ = _run(tool, {"novelty": 1.0}, 4)
+    slots = np.array([0, 2, 1], dtype=np.int32)
+    z = np.array([0.5, -1.0, 2.0])
+    n_known = len(model.targets.labels)
+    d = model._class_mean_distance(slots, z, n_known)
+    for c in range(n_known):
+        mu = model.class_sums[c, slots] / model.class_counts[c]
+        assert abs(d[c] - np.mean((mu - z) ** 2)) < 1e-12
+    assert model._d_ref[1] > 5  # the asked labels' own distances were counted
+
+
+def test_interleaved_refit_order():
+    tool = load_tool("label_budget_variants")
+    model = tool.Variant({**R, "refit_order": "interleave"}, target_query_rate=0.1, seed=5, n_classes=3, capacity=8)
+    learned = []
+    model._early = [({"a": float(i)}, y) for i, y in enumerate([0, 0, 0, 1, 2, 2])]
+    original = tool.Base.learn
+    try:
+        tool.Base.learn = lambda self, slots, z, y: learned.append(y)
+        model.channels.observe({"a": 1.0}, True)
+        model._refit()
+    finally:
+        tool.Base.learn = original
+    assert learned == [0, 1, 2, 0, 2, 0]
+    assert [y for _, y in model._early] == [0, 0, 0, 1, 2, 2]  # the kept labels stay in their order
+
+
+def test_diagnosis_and_table_run(tmp_path, capsys):
+    tool = load_tool("label_budget_multiclass_diagnosis")
+    lines = tool.diagnose(R, (1000,), ["dermatology"])
+    assert len(lines) == 2 * 7 and "6 classes, 366 readings" in lines[0]
+    assert tool.main(["--table", "base", '{"cmw_k": 1.0}', "--seeds", "1000", "--cache", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("base |") and out[1].startswith('{"cmw_k": 1.0} |')
+    assert out[0].count("; +0.0)") == 4  # the first line's deltas to itself
+
+
+def test_an_unknown_choice_is_refused_by_name():
+    tool = load_tool("label_budget_variants")
+    try:
+        tool.Variant({"refit_order": "shuffle"}, n_classes=3)
+    except ValueError as error:
+        assert "refit_order must be one of 'interleave'; got 'shuffle'" in str(error)
+    else:
+        raise AssertionError("refit_order 'shuffle' was accepted")
