@@ -142,6 +142,27 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
       (``"log_loop"``, ``"batch_pass"``). A learner does not merge while refits are
       pending (a refit resets the belief, which a contribution cannot carry). A learner
       started from a group makes no refits; a state saved before it loads with it off.
+      ``refit_passes`` learns the kept labels that many times over, in order (class sums
+      and counts each time): ``None`` is 2 for a multiclass learner, 1 for a binary one.
+    * **Multiclass macro F1** (issue 26; each term multiclass only, measured as ``B'`` of
+      ``tools/label_budget_multiclass_variants.py``, ``docs/learners.md``: on top of the
+      refit at a 10% budget, macro F1 +2.8 / +1.9 on seeds 1000-1002, +2.4 / +2.0 on
+      1003-1007, with ``refit_passes`` 2). *Novelty*: while some class of ``n_classes`` has
+      no label learned, the query's ``u`` is divided by ``max(1, d / d_ref)^novelty``, ``d``
+      the reading's mean squared standardized distance to the nearest class mean (classes
+      with a label), ``d_ref`` its running mean over every reading decided: a reading far
+      from every known class may be of a class not met yet, so it is asked for (rare-
+      category discovery: Pelleg & Moore, "Active learning for anomaly and rare-category
+      detection", NIPS 2004; He & Carbonell, "Nearest-neighbor-based active learning for
+      rare category detection", NIPS 2007). A learner built with more classes than its
+      stream has keeps the term on. *Logit adjustment*: the prediction's margins (with the
+      class means) minus ``logit_adjustment * log(prior_c)``, ``prior_c`` the class's share
+      of the labels learned with one pseudo-label each (Menon et al., "Long-tail learning
+      via logit adjustment", ICLR 2021): a majority class takes fewer of the rare
+      classes' readings. The query reads AROW's own ``u``, not the adjusted margins (as
+      measured); the probabilities are the softmax of the adjusted margins. Class counts
+      and the novelty statistics are the learner's own: a merge shares neither, and a
+      learner started from a group has the term off until it learns a label itself.
 
     Parameters
     ----------
@@ -195,6 +216,14 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
         budget), so no label asked for is cut before the last refit: 26 at ``q = 0.1``,
         52 at 0.2, with ``refit_until = 160``. Labels learned beyond the asks (a
         pipeline's ``label_policy = "all"``) can still outrun it.
+    refit_passes
+        Times each refit learns the kept labels; ``None``: 2 multiclass, 1 binary.
+    novelty
+        Multiclass only: the exponent of the novelty term of the query (see **Multiclass
+        macro F1**); 0 is off.
+    logit_adjustment
+        Multiclass only: the weight of ``log(prior_c)`` taken from each class's margin (see
+        **Multiclass macro F1**); 0 is off.
 
     Calibration: :meth:`predict_proba_one` gives ``Phi(m / sqrt(1 + v))``
     for a binary learner, the predictive probability of a probit model whose
@@ -222,7 +251,7 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
     ``n_classes``: mean and variance of each weight and intercept, score
     scratch, the query state (generator and budget counts), an instance's features as scratch, the bin
     frequencies and edges), plus ``8 * n_classes * (capacity + 1)`` for a
-    multiclass learner's class means, plus 64 bytes per label it may hold (2 if
+    multiclass learner's class means and 16 for its novelty statistics, plus 64 bytes per label it may hold (2 if
     binary), plus its ChannelSpace.  Binary, ``capacity = 256``, 8 bins: 81
     kB.  With refits (``refit_until >= 10``), ``8 * L * (capacity + 1) + 8 + 12 *
     capacity`` bytes more, ``L`` the labels kept (``refit_labels``, or as the budget sizes
