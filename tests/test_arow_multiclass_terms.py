@@ -235,3 +235,36 @@ def test_bad_parameters_are_named(param, value, error):
         ActiveAROW(**{param: value})
     assert str(info.value).startswith(f"The '{param}' parameter of ActiveAROW must be ")
     assert str(info.value).endswith(f"Got {value!r}.")
+
+
+def test_refit_passes_on_a_binary_learner_every_path():
+    """``refit_passes`` given to a binary learner: the one-call path (``decide_and_learn``,
+    the pipeline's ``decide_learn_claimed``), ``decide_one`` then ``learn`` and the jitted
+    row loop give the same asks, margins and state, bit for bit; and two passes are not one."""
+    from test_arow_refit import _early_rows
+    from test_fast_path import _per_message
+
+    from edgelearn.learners.arrays import RowsPass
+
+    params = dict(capacity=6, evict_after=10, target_query_rate=0.3, seed=4, refit_passes=2, **REFIT)
+    X, names, codes, labels = _early_rows(300, seed=3, n_labels=2)
+    split, fused, jitted = ActiveAROW(**params), ActiveAROW(**params), ActiveAROW(**params)
+    expected = _per_message(split, X, names, codes, labels, True)
+    margins, asked = [], []
+    for i in range(X.shape[0]):
+        x = {name: float(v) for name, v in zip(names, X[i]) if np.isfinite(v)}
+        y = labels[int(codes[i])] if codes[i] >= 0 else None
+        d, _ = fused.decide_and_learn(x, y, only_if_asked=True)
+        margins.append(d.score)
+        asked.append(d.ask)
+    got = [jitted.run_rows(RowsPass(X[a:b], names, codes[a:b], labels, True, True)) for a, b in ((0, 35), (35, 300))]
+    assert asked == expected["asked"] == np.concatenate([g.asked for g in got]).tolist()
+    assert np.array(margins).tobytes() == np.array(expected["margin"]).tobytes()
+    assert np.concatenate([g.margins for g in got]).tobytes() == np.array(expected["margin"]).tobytes()
+    for other in (fused, jitted):
+        for name, value in split.to_state()["learned"].items():
+            if isinstance(value, np.ndarray):
+                assert value.tobytes() == other.to_state()["learned"][name].tobytes(), name
+    one = ActiveAROW(**{**params, "refit_passes": 1})
+    _per_message(one, X, names, codes, labels, True)
+    assert not np.array_equal(one.W, split.W)
