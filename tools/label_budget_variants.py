@@ -147,7 +147,7 @@ _MULTICLASS = _sibling("label_budget_multiclass_variants")  # novelty, cmw_k, re
 #: The learner's multiclass terms (issue 26) that came from these switches, off in the base a
 #: variant runs on (pass one to the learner by giving it as a keyword), so every number measured
 #: before them reproduces; ``novelty`` names the tool's switch, not the learner's parameter.
-_TERMS_OFF = {"novelty": 0.0, "logit_adjustment": 0.0, "refit_passes": 1}
+TERMS_OFF = {"novelty": 0.0, "logit_adjustment": 0.0, "refit_passes": 1}
 _TOOL_SWITCHES = ("novelty",)
 
 
@@ -162,7 +162,7 @@ class Variant(_MULTICLASS.MulticlassVariants, BeliefVariants, Base):
         v = dict(variant)
         v.pop("code", None)  # the tool's digest, for the cache key only
         kw.update({k: value for k, value in v.items() if k in Base._param_names() and k not in _TOOL_SWITCHES})
-        for name, off in _TERMS_OFF.items():  # the variants were measured on the learner before these terms
+        for name, off in TERMS_OFF.items():  # the variants were measured on the learner before these terms
             kw.setdefault(name, off)
         super().__init__(**kw)
         if "bncm" in v and self.binary:  # ncm for a binary learner only (a multiclass one has class_mean_weight)
