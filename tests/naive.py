@@ -1065,18 +1065,18 @@ def arow_keep_for_refit(slots, z, y, stats, eps, kept, kept_y, n):
 
 
 def arow_refit(kept, kept_y, n, stats, eps, z_max, edges, freq, capacity, model, r, floor, binary, n_known,
-               sums, counts):
+               sums, counts, passes=1):
     """ActiveAROW's refit: the belief at the prior (weights 0, variances 1, the intercept's
     1 if it has one) and no class sums, then each of the first ``n`` kept labels learned
     in turn on its values standardized under today's ``stats`` and expanded under
-    today's bin frequencies: ``(model, sums, counts)``."""
+    today's bin frequencies, the whole sequence ``passes`` times: ``(model, sums, counts)``."""
     model = _copy(model)
     model["W"][:] = 0.0
     model["S"][:] = 1.0
     model["b"][:] = 0.0
     model["Sb"][:] = np.where(model["Sb"] > 0.0, 1.0, 0.0)
     sums, counts = np.zeros_like(sums), np.zeros_like(counts)
-    for i in range(n):
+    for i in list(range(n)) * passes:
         slots = [s for s in range(kept.shape[1]) if not math.isnan(kept[i, s])]
         z = standardize(slots, [kept[i, s] for s in slots], stats, eps, z_max)
         f_slots, f_z = arow_expand(slots, z, edges, freq, capacity)
@@ -1641,3 +1641,40 @@ def regression_sums(y, pred, lower, upper):
             n_intervals += 1
             n_covered += lo <= t <= hi
     return abs_sum, sq_sum, n_intervals, n_covered
+
+
+def arow_class_mean_distance(slots, z, capacity, sums, counts, n_known):
+    """The mean squared distance, over the present channels (slots in [0, capacity)), from
+    ``z`` to the nearest mean ``sums / count`` of a class with a label; -1 if no channel
+    is present or no class has a label (ActiveAROW's ``novelty``)."""
+    present = [(int(s), float(v)) for s, v in zip(slots, z) if 0 <= s < capacity]
+    distances = [sum((sums[c][s] / counts[c] - v) ** 2 for s, v in present) / len(present)
+                 for c in range(n_known) if counts[c] > 0.0 and present]
+    return min(distances) if distances else -1.0
+
+
+def arow_logit_adjust(m, counts, n_known, amount):
+    """Each known class's margin minus ``amount log((n_c + 1) / sum (n + 1))`` (two classes
+    or more)."""
+    m = [float(x) for x in m]
+    if amount == 0.0 or n_known < 2:
+        return m
+    total = sum(counts[c] + 1.0 for c in range(n_known))
+    for c in range(n_known):
+        m[c] -= amount * math.log((counts[c] + 1.0) / total)
+    return m
+
+
+def arow_novelty_query(u, distance, stats, novelty, n_known, n_classes, counts):
+    """``(u, stats)`` after ActiveAROW's novelty term: the distance (if any) joins the running
+    sum and count; while a class of ``n_classes`` has no label, ``u`` over ``max(1, distance /
+    mean)^novelty``."""
+    stats = [float(x) for x in stats]
+    if novelty == 0.0 or distance < 0.0:
+        return u, stats
+    stats = [stats[0] + distance, stats[1] + 1.0]
+    few = n_known < n_classes or any(counts[c] < 1.0 for c in range(n_known))
+    ratio = distance / (stats[0] / stats[1])
+    if few and ratio > 1.0:
+        u = u / ratio ** novelty
+    return u, stats

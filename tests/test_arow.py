@@ -213,7 +213,9 @@ def test_class_means_are_the_tuned_variant_and_off_is_the_former_learner():
         a, b, c = rng.gauss(0, 1), rng.gauss(0, 1), rng.gauss(0, 1)
         x = {"a": a, "b": b, "c": c} if rng.random() > 0.3 else {"b": b, "c": c}
         stream.append((x, int(a > 0) + int(b > 0.5) + (1 if c > 1 else 0)))
-    params = dict(target_query_rate=0.1, seed=5, n_classes=4, capacity=8, refit_until=0)  # measured without refits
+    # measured without refits and before the multiclass terms (tests/test_arow_multiclass_terms.py)
+    params = dict(target_query_rate=0.1, seed=5, n_classes=4, capacity=8, refit_until=0, novelty=0.0,
+                  logit_adjustment=0.0)
     wired = prequential(ActiveAROW(class_mean_weight=0.3, **params), stream)
     measured = prequential(tool.Variant({"class_mean_weight": 0.0, "ncm": 0.3, "ncm_k": 0.0}, **params), stream)
     off = prequential(ActiveAROW(class_mean_weight=0.0, **params), stream)
@@ -234,9 +236,13 @@ def test_a_state_saved_before_class_means_predicts_as_it_did():
     old = model.to_state()
     del old["params"]["class_mean_weight"]
     del old["learned"]["class_sums"], old["learned"]["class_counts"]
+    for name in ("novelty", "logit_adjustment", "refit_passes"):  # nor the terms after the class means
+        del old["params"][name]
+    del old["learned"]["novelty_stats"]
     loaded = ActiveAROW.from_state(old)
     assert loaded.class_mean_weight == 0.0
-    off = ActiveAROW.from_state({**model.to_state(), "params": {**model.to_state()["params"], "class_mean_weight": 0.0}})
+    off = ActiveAROW.from_state({**model.to_state(), "params": {**model.to_state()["params"], "class_mean_weight": 0.0,
+                                                                "novelty": 0.0, "logit_adjustment": 0.0}})
     for _ in range(50):
         x = {"a": rng.gauss(0, 1), "b": rng.gauss(0, 1)}
         assert loaded.predict_one(x) == off.predict_one(x)
@@ -500,7 +506,7 @@ def test_memory_bytes_is_the_documented_bound_and_fixed(n_classes, capacity, n_b
     labels = 64 * n_classes
     bins = model.n_bins
     features = capacity * (1 + bins)
-    class_means = 0 if n_classes == 2 else 8 * n_classes * (capacity + 1)
+    class_means = 0 if n_classes == 2 else 8 * n_classes * (capacity + 1) + 16  # and the novelty statistics
     refit = 8 * 52 * (capacity + 1) + 8 + 12 * capacity  # the default refit: 52 labels kept at a 20% budget
     bound = (16 * rows * (features + 2) + 24 + 8 * capacity * bins + 8 * max(bins - 1, 0) + 12 * features + labels
              + class_means + refit + model.channels.memory_bytes())

@@ -25,6 +25,7 @@ def test_keep_and_refit_match_the_references(seed):
     binary, intercept = seed % 2 == 0, seed % 3 != 0
     capacity, n_bins, labels = 10, [0, 3, 8][seed % 3], 6
     rows = 1 if binary else 4
+    passes = 1 + seed // 4 % 2  # refit_passes 1 and 2, binary and multiclass
     n_known = 1 if binary else int(rng.integers(2, rows + 1))
     eps, z_max, r, floor = 1e-8, 3.0, [1.0, 80.0][seed % 2], [0.0, 0.3][seed % 4 // 2]
     stats = {"count": rng.integers(0, 9, size=capacity), "mean": rng.normal(0, 5, size=capacity),
@@ -53,9 +54,9 @@ def test_keep_and_refit_match_the_references(seed):
     K.refit(kept, kept_y, labels, stats["count"], stats["mean"], stats["var"], eps, z_max, edges, freq, capacity,
             np.zeros(capacity, np.int32), np.zeros(capacity), np.zeros(features, np.int32), np.zeros(features),
             got["W"], got["S"], got["b"], got["Sb"], 1.0, 1.0 if intercept else 0.0, r, floor, binary, n_known,
-            got_sums, got_counts)
+            got_sums, got_counts, passes)
     expected, ref_sums, ref_counts = naive.arow_refit(kept, kept_y, labels, stats, eps, z_max, edges, freq, capacity,
-                                                      model, r, floor, binary, n_known, sums, counts)
+                                                      model, r, floor, binary, n_known, sums, counts, passes)
     for key in model:
         np.testing.assert_allclose(got[key], expected[key], rtol=1e-12, atol=1e-15, err_msg=key)
     np.testing.assert_allclose(got_sums, ref_sums, rtol=1e-12, atol=1e-15)
@@ -93,7 +94,9 @@ def test_the_learner_is_the_measured_variant(n_classes, seed):
 
     tool = load_tool("label_budget_variants")
     stream = _stream(1200, seed, n_classes)
-    params = dict(target_query_rate=0.1, seed=seed + 3, n_classes=n_classes, capacity=8)
+    # the multiclass terms of B' off (tests/test_arow_multiclass_terms.py measures them)
+    params = dict(target_query_rate=0.1, seed=seed + 3, n_classes=n_classes, capacity=8,
+                  novelty=0.0, logit_adjustment=0.0, refit_passes=1)
     wired = prequential(ActiveAROW(**REFIT, **params), stream)
     measured = prequential(tool.Variant(MEASURED, **params), stream)
     off = prequential(ActiveAROW(refit_until=0, **params), stream)

@@ -27,7 +27,8 @@ def test_numpy_step_matches_the_kernels_binary_and_multiclass():
     tool = load_tool("label_budget_variants")
     for n_classes in (2, 4):
         stream = _stream(n_classes)
-        base = tool.Base(target_query_rate=0.1, seed=5, refit_until=0, n_classes=n_classes, capacity=8)
+        # the variants run on the learner without its issue-26 terms (tool.TERMS_OFF)
+        base = tool.Base(target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8, **tool.TERMS_OFF)
         check = tool.Variant({"mode": "hinge"}, target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
         a, b = prequential(base, stream), prequential(check, stream)
         assert np.array_equal(a.predictions, b.predictions)
@@ -73,7 +74,8 @@ def test_a_hedge_of_the_learner_alone_is_the_learner():
     tool = load_tool("label_budget_variants")
     for n_classes in (2, 4):
         stream = _stream(n_classes)
-        base = tool.Base(target_query_rate=0.1, seed=5, refit_until=0, n_classes=n_classes, capacity=8)
+        # the variants run on the learner without its issue-26 terms (tool.TERMS_OFF)
+        base = tool.Base(target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8, **tool.TERMS_OFF)
         hedged = tool.Variant({"hedge": (80.0,)}, target_query_rate=0.1, seed=5, n_classes=n_classes, capacity=8)
         a, b = prequential(base, stream), prequential(hedged, stream)
         assert np.array_equal(a.predictions, b.predictions) and np.array_equal(a.asked, b.asked)

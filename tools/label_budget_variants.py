@@ -153,6 +153,13 @@ BeliefVariants, probit_v = _BELIEFS.BeliefVariants, _BELIEFS.probit_v
 _MULTICLASS = _sibling("label_budget_multiclass_variants")  # novelty, cmw_k, refit_order/epochs, pos_w
 
 
+#: The learner's terms of issue 26 (the refit, the multiclass terms) that came from these switches, off in the base a
+#: variant runs on (pass one to the learner by giving it as a keyword), so every number measured
+#: before them reproduces; ``novelty`` names the tool's switch, not the learner's parameter.
+TERMS_OFF = {"refit_until": 0, "novelty": 0.0, "logit_adjustment": 0.0, "refit_passes": 1}
+_TOOL_SWITCHES = ("novelty",)
+
+
 class Variant(_MULTICLASS.MulticlassVariants, BeliefVariants, Base):
     """ActiveAROW with the variant named by ``variant`` (pairs or a dict; see the module docstring)."""
 
@@ -163,8 +170,9 @@ class Variant(_MULTICLASS.MulticlassVariants, BeliefVariants, Base):
     def __init__(self, variant=(), **kw):
         v = dict(variant)
         v.pop("code", None)  # the tool's digest, for the cache key only
-        kw.update({k: value for k, value in v.items() if k in Base._param_names()})
-        kw.setdefault("refit_until", 0)  # the base every variant was measured against (module docstring)
+        kw.update({k: value for k, value in v.items() if k in Base._param_names() and k not in _TOOL_SWITCHES})
+        for name, off in TERMS_OFF.items():  # the variants were measured on the learner before these terms
+            kw.setdefault(name, off)
         super().__init__(**kw)
         if "bncm" in v and self.binary:  # ncm for a binary learner only (a multiclass one has class_mean_weight)
             v["ncm"] = v["bncm"]

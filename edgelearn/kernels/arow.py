@@ -571,9 +571,9 @@ def keep_for_refit(slots, z, k, y, mean, var, eps, kept, kept_y, kept_n):
 @jit
 def refit(kept, kept_y, n, count, mean, var, eps, z_max, edges, bin_freq, capacity,
           channel_slots, channel_z, feature_slots, feature_z, W, S, b, Sb, prior_var, intercept_var,
-          r, floor, binary, n_known, class_sums, class_counts):
+          r, floor, binary, n_known, class_sums, class_counts, passes):
     """The belief and the class sums back at the prior, then the first ``n`` kept labels
-    learned again in order, each reading's kept values standardized under the channels'
+    learned again in order, ``passes`` times over (class sums and counts each time), each reading's kept values standardized under the channels'
     statistics as they are now (:func:`~edgelearn.kernels.channels.standardize`, slots in
     ascending order), :func:`expand` under today's bin frequencies, and :func:`learn_row`
     (binary) or :func:`learn_multiclass` and :func:`count_class_mean` with the ``n_known``
@@ -585,7 +585,8 @@ def refit(kept, kept_y, n, count, mean, var, eps, z_max, edges, bin_freq, capaci
     Sb[:] = intercept_var
     class_sums[:] = 0.0
     class_counts[:] = 0.0
-    for i in range(n):
+    for step in range(n * passes):
+        i = step % n
         k = 0
         for s in range(kept.shape[1]):
             x = kept[i, s]
@@ -642,7 +643,7 @@ def next_refit_step(t, until, kept_n):
 @jit
 def refit_step(t, until, kept, kept_y, kept_n, count, mean, var, eps, z_max, edges, bin_freq,
                capacity, channel_slots, channel_z, feature_slots, feature_z, W, S, b, Sb, prior_var,
-               intercept_var, r, floor, binary, n_known, class_sums, class_counts):
+               intercept_var, r, floor, binary, n_known, class_sums, class_counts, passes):
     """``ActiveAROW._refit_if_due`` before reading ``t``, the reading
     :func:`next_refit_step` named: :func:`refit` of the labels kept, if any, at a refit
     point; the refits end at the last one (``kept_n[0] = -1``). Returns the next
@@ -652,7 +653,7 @@ def refit_step(t, until, kept, kept_y, kept_n, count, mean, var, eps, z_max, edg
     if n > 0 and t <= last:  # t is a refit point: next_refit_step gave it, or 2 t did
         refit(kept, kept_y, n, count, mean, var, eps, z_max, edges, bin_freq, capacity,
               channel_slots, channel_z, feature_slots, feature_z, W, S, b, Sb, prior_var, intercept_var,
-              r, floor, binary, n_known, class_sums, class_counts)
+              r, floor, binary, n_known, class_sums, class_counts, passes)
     if t >= last:
         kept_n[0] = -1
         return -1

@@ -28,6 +28,7 @@ arrays (none, ``kept_n`` empty, when it has no refits).
 import numpy as np
 
 from . import arow as ak
+from . import arow_multiclass as mk
 from . import paacds as pk
 from ._jit import jit, jit_without_refcounts
 from .channels import observe_standardize
@@ -128,7 +129,7 @@ def arow_binary_log_loop(
     edges, bin_freq, capacity, feature_slots, feature_z,
     W, S, b, Sb, out_m, out_v, r, floor, power, prior_var, rng_state, threshold, adapt, target, gain,
     slots, vals, pred, margin_out, asked_out, feat_k, feat_slots, feat_z,
-    refit_until, kept, kept_y, kept_n, refit_slots, refit_z, intercept_var, class_sums, class_counts,
+    refit_until, kept, kept_y, kept_n, refit_slots, refit_z, intercept_var, refit_passes, class_sums, class_counts,
 ):
     """Binary ActiveAROW over rows ``start..`` of X, as :func:`paacds_binary_log_loop`
     runs PAACDS: per row, claim slots for new columns (the model forgets recycled
@@ -173,7 +174,7 @@ def arow_binary_log_loop(
             due = ak.refit_step(counters[T], refit_until, kept, kept_y, kept_n, count, mean, var, eps, z_max,
                                 edges, bin_freq, capacity, refit_slots, refit_z, feature_slots, feature_z,
                                 W, S, b, Sb, prior_var, intercept_var, r, floor, True, 1, class_sums,
-                                class_counts)
+                                class_counts, refit_passes)
         c = int(codes[i])
         sign = code_sign[c] if c >= 0 else 0.0
         margin, ask, threshold, learned = ak.decide_learn_binary(
@@ -296,15 +297,17 @@ def arow_multiclass_log_loop(
     W, S, b, Sb, out_m, out_v, r, floor, power, prior_var, rng_state, threshold, target, gain,
     slots, vals, pred, margin_out, asked_out, usable_out, feat_k, feat_slots, feat_z,
     class_sums, class_counts, class_mean_weight,
-    refit_until, kept, kept_y, kept_n, refit_slots, refit_z, intercept_var,
+    refit_until, kept, kept_y, kept_n, refit_slots, refit_z, intercept_var, refit_passes,
+    novelty, novelty_stats, logit_adjustment,
 ):
     """Multiclass ActiveAROW over rows ``start..`` of X, as ``decide_one`` then
     ``learn`` run it reading by reading, with the same kernels in the same order:
     :func:`gather_row` (the model forgets recycled slots: ``arow.forget_slot``,
     ``arow.forget_bins``), ``channels.observe_standardize``, ``arow.count_bins`` and
     ``arow.expand`` (in one pass: ``arow.count_expand``), ``arow.scores``, ``arow.confidence`` and ``arow.best_two`` of the
-    ``n_known`` classes, ``arow.query``, then (its margins moved by
-    ``arow.add_class_means``) ``arow.best_two`` again for the prediction; then, for a
+    ``n_known`` classes, ``arow_multiclass.multiclass_prediction`` (the class means, the
+    nearest class mean's distance and the logit adjustment) and
+    ``arow_multiclass.novelty_query`` (the novelty term of ``u``), ``arow.query``; then, for a
     label taken and learned (as in :func:`paacds_multiclass_log_loop`),
     ``arow.learn_multiclass`` (from the margins just scored: ``learn_multiclass_scored``)
     and ``arow.count_class_mean`` on the same features. Returns ``(row, status, threshold, n)``: DONE, or NEED_CLASS at row
@@ -344,7 +347,7 @@ def arow_multiclass_log_loop(
             due = ak.refit_step(counters[T], refit_until, kept, kept_y, kept_n, count, mean, var, eps, z_max,
                                 edges, bin_freq, capacity, refit_slots, refit_z, feature_slots, feature_z,
                                 W, S, b, Sb, prior_var, intercept_var, r, floor, False, n_known, class_sums,
-                                class_counts)
+                                class_counts, refit_passes)
         observe_standardize(slots, vals, k, count, mean, var, last_seen, counters[T], forget, eps,
                             z_max, True)
         counters[T] += 1
@@ -354,15 +357,11 @@ def arow_multiclass_log_loop(
         for row in range(n_known):  # the rows' own margins, for the learning (class means move out_m)
             row_m[row] = out_m[row]
         margin, u = ak.confidence(out_m, out_v, n_known, False)
-        best = -1
-        if n_known > 0 and class_mean_weight != 0.0:
-            # the first k features are the channels' own (expand): the class means read no bin
-            ak.add_class_means(feature_slots, feature_z, k, capacity, class_sums, class_counts,
-                               n_known, class_mean_weight, out_m)
-            best, runner = ak.best_two(out_m, n_known)
-            margin = out_m[best] - out_m[runner] if runner >= 0 else out_m[best]
-        elif n_known > 0:
-            best, _ = ak.best_two(out_m, n_known)
+        # the first k features are the channels' own (expand): the class means read no bin
+        best, margin, distance = mk.multiclass_prediction(
+            feature_slots, feature_z, k, capacity, class_sums, class_counts, n_known, class_mean_weight,
+            novelty, logit_adjustment, out_m, margin)
+        u = mk.novelty_query(u, distance, novelty_stats, novelty, n_known, n_rows, class_counts)
         ask, threshold = ak.query(u, threshold, power, rng_state, target, gain)
         if feat_k.shape[0] == n:
             feat_k[i] = k

@@ -12,7 +12,8 @@ import numpy as np
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
 from ..kernels.rate_control import informed_query_state, is_informed, most_asks, new_query_state, widened
-from .arrays import RowsPass, RowsResult, row_buffers, run_indexed, run_signed
+from .arrays import RowsPass, RowsResult, row_buffers, run_signed
+from .arow_multiclass import MulticlassAROW, state_before_multiclass_terms
 from .base import Decision, Learner, softmax_proba
 from .belief_sharing import belief_by_slot, belief_columns, load_belief
 from .budget import HeldBudget
@@ -24,7 +25,7 @@ from .one_call import Fused, OneCallBinary, compiled_entry
 _PRIOR_VAR = 1.0
 
 
-class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
+class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
     """Diagonal AROW on a channel-wise additive model, with a label budget held as a rate.
 
     The model is a Gaussian belief over the weights, ``w ~ N(W, diag(S))``,
@@ -141,6 +142,27 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
       (``"log_loop"``, ``"batch_pass"``). A learner does not merge while refits are
       pending (a refit resets the belief, which a contribution cannot carry). A learner
       started from a group makes no refits; a state saved before it loads with it off.
+      ``refit_passes`` learns the kept labels that many times over, in order (class sums
+      and counts each time): ``None`` is 2 for a multiclass learner, 1 for a binary one.
+    * **Multiclass macro F1** (issue 26; each term multiclass only, measured as ``B'`` of
+      ``tools/label_budget_multiclass_variants.py``, ``docs/learners.md``: on top of the
+      refit at a 10% budget, macro F1 +2.8 / +1.9 on seeds 1000-1002, +2.4 / +2.0 on
+      1003-1007, with ``refit_passes`` 2). *Novelty*: while some class of ``n_classes`` has
+      no label learned, the query's ``u`` is divided by ``max(1, d / d_ref)^novelty``, ``d``
+      the reading's mean squared standardized distance to the nearest class mean (classes
+      with a label), ``d_ref`` its running mean over every reading decided: a reading far
+      from every known class may be of a class not met yet, so it is asked for (rare-
+      category discovery: Pelleg & Moore, "Active learning for anomaly and rare-category
+      detection", NIPS 2004; He & Carbonell, "Nearest-neighbor-based active learning for
+      rare category detection", NIPS 2007). A learner built with more classes than its
+      stream has keeps the term on. *Logit adjustment*: the prediction's margins (with the
+      class means) minus ``logit_adjustment * log(prior_c)``, ``prior_c`` the class's share
+      of the labels learned with one pseudo-label each (Menon et al., "Long-tail learning
+      via logit adjustment", ICLR 2021): a majority class takes fewer of the rare
+      classes' readings. The query reads AROW's own ``u``, not the adjusted margins (as
+      measured); the probabilities are the softmax of the adjusted margins. Class counts
+      and the novelty statistics are the learner's own: a merge shares neither, and a
+      learner started from a group has the term off until it learns a label itself.
 
     Parameters
     ----------
@@ -195,6 +217,14 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         budget), so no label asked for is cut before the last refit: 26 at ``q = 0.1``,
         52 at 0.2, with ``refit_until = 160``. Labels learned beyond the asks (a
         pipeline's ``label_policy = "all"``) can still outrun it.
+    refit_passes
+        Times each refit learns the kept labels; ``None``: 2 multiclass, 1 binary.
+    novelty
+        Multiclass only: the exponent of the novelty term of the query (see **Multiclass
+        macro F1**); 0 is off.
+    logit_adjustment
+        Multiclass only: the weight of ``log(prior_c)`` taken from each class's margin (see
+        **Multiclass macro F1**); 0 is off.
 
     Calibration: :meth:`predict_proba_one` gives ``Phi(m / sqrt(1 + v))``
     for a binary learner, the predictive probability of a probit model whose
@@ -222,7 +252,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     ``n_classes``: mean and variance of each weight and intercept, score
     scratch, the query state (generator and budget counts), an instance's features as scratch, the bin
     frequencies and edges), plus ``8 * n_classes * (capacity + 1)`` for a
-    multiclass learner's class means, plus 64 bytes per label it may hold (2 if
+    multiclass learner's class means and 16 for its novelty statistics, plus 64 bytes per label it may hold (2 if
     binary), plus its ChannelSpace.  Binary, ``capacity = 256``, 8 bins: 81
     kB without refits (``refit_until = 0``).  With refits (``refit_until >= 10``), ``8 * L * (capacity + 1) + 8 + 12 *
     capacity`` bytes more, ``L`` the labels kept (``refit_labels``, or as the budget sizes
@@ -274,7 +304,11 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         "seed": Interval(int, 0, 2**64 - 1),
         "refit_until": OneOf(Options(0), Interval(int, 10, None)),  # the first refit point is 10
         "refit_labels": OneOf(Options(None), Interval(int, 1, None)),  # None: sized from the budget
+        "refit_passes": OneOf(Options(None), Interval(int, 1, None)),  # None: 2 multiclass, 1 binary
+        "novelty": Interval(float, 0, None, closed="left"),
+        "logit_adjustment": Interval(float, 0, None, closed="left"),
     }
+    _prior_var = _PRIOR_VAR
 
     def __init__(
         self,
@@ -293,6 +327,9 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         seed: int = 0,
         refit_until: int = 160,
         refit_labels: int | None = None,
+        refit_passes: int | None = None,
+        novelty: float = 5.0,
+        logit_adjustment: float = 0.1,
     ):
         self._set_params(locals())
         self._init_channels(capacity, evict_after)
@@ -333,6 +370,8 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         # a reading's channels as the refit rebuilds them (scratch)
         self._refit_slots = np.zeros(capacity if kept else 0, dtype=np.int32)
         self._refit_z = np.zeros(capacity if kept else 0, dtype=np.float64)
+        self._refit_passes = refit_passes if refit_passes is not None else (1 if n_classes == 2 else 2)
+        self._init_multiclass_terms()
 
     def _refit_size(self) -> int:
         """Labels the refit buffer holds: ``refit_labels``, or sized from the budget (None)."""
@@ -417,44 +456,12 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
         return out.result(states)
 
-    def _run_rows_multiclass(self, rows: RowsPass) -> RowsResult:
-        # run_rows of a multiclass learner: kernels/log_replay.arow_multiclass_log_loop.
-        from ..kernels import log_replay as loop
-
-        X, names = rows.X, rows.names
-        space = self.channels
-        col_slot, slot_col, changed, counters = space.column_map(names)
-        out = row_buffers(rows)
-        usable = np.zeros(X.shape[0], dtype=np.bool_)
-        target = 0.0 if self.target_query_rate is None else float(self.target_query_rate)
-
-        def run(code_class, n_known, start, resume_n, threshold):
-            row, status, threshold, n_features = loop.arow_multiclass_log_loop(
-                X, rows.codes, code_class, start, resume_n, rows.learn_if_asked, n_known,
-                col_slot, slot_col, changed, counters,
-                space.count, space.mean, space.var, space.last_seen, space.forget, space.eps,
-                space.z_max, space.evict_after,
-                self._edges, self.bin_freq, self.capacity, self._feature_slots, self._feature_z,
-                self.W, self.S, self.b, self.Sb, self._m, self._v, self._r, self._floor,
-                float(self.query_power), _PRIOR_VAR, self.rng_state, threshold, target,
-                float(self.budget_gain), out.slots, out.vals, out.pred, out.margins, out.asked,
-                usable, out.feat_k, out.feat_slots, out.feat_z,
-                self.class_sums, self.class_counts, float(self.class_mean_weight), *self._refit_arrays(),
-            )
-            return row, status == loop.DONE, threshold, n_features
-
-        threshold, states = run_indexed(self.targets, rows, self._current_threshold, run)
-        self._current_threshold = float(threshold)
-        space.take_column_map(names, slot_col, changed, counters)
-        self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
-        return out.result(states, usable)
-
     def _refit_arrays(self) -> tuple:
         # The row loops' refit arguments (kernels/log_replay.py): the kept labels, their count
         # (none, or -1 once the refits are over: the loops then neither refit nor keep), scratch.
         return (self.refit_until, self.refit_values, self.refit_targets,
                 self.refit_count, self._refit_slots, self._refit_z,
-                _PRIOR_VAR if self.learn_intercept else 0.0)
+                _PRIOR_VAR if self.learn_intercept else 0.0, self._refit_passes)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the
@@ -492,22 +499,15 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
         margin, self._u = K.confidence(self._m, self._v, n_known, self.binary)
         if self.binary:
             return margin > 0.0, margin
-        if n_known == 0:
-            return -1, margin
-        if self.class_mean_weight:
-            # the query keeps AROW's own normalized margin; the prediction adds the class means
-            # the first features are the channels' own (K.expand): the class means read no bin
-            K.add_class_means(slots, z, len(slots) // (1 + self.n_bins), self.capacity, self.class_sums,
-                              self.class_counts, n_known, float(self.class_mean_weight), self._m)
-            best, runner = K.best_two(self._m, n_known)
-            return best, (self._m[best] - self._m[runner] if runner >= 0 else self._m[best])
-        best, _ = K.best_two(self._m, n_known)
-        return best, margin
+        # the query keeps AROW's own normalized margin (novelty aside); the prediction adds the
+        # class means and the logit adjustment
+        return self._multiclass_score(slots, z, margin)
 
     def _ask(self, margin: float) -> bool:
         # The rule reads the normalized margin _score left, not the raw one.
         target = self.target_query_rate
-        asked, threshold = K.query(self._u, self._current_threshold, float(self.query_power),
+        u = self._u if self.binary else self._novelty_u(self._u)
+        asked, threshold = K.query(u, self._current_threshold, float(self.query_power),
                                    self.rng_state, 0.0 if target is None else float(target),
                                    float(self.budget_gain))
         self._current_threshold = float(threshold)
@@ -584,7 +584,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
                     self._refit_slots, self._refit_z, self._feature_slots, self._feature_z,
                     self.W, self.S, self.b, self.Sb, _PRIOR_VAR, _PRIOR_VAR if self.learn_intercept else 0.0,
                     self._r, self._floor, self.binary, len(self.targets.labels),
-                    self.class_sums, self.class_counts)
+                    self.class_sums, self.class_counts, self._refit_passes)
         if t >= self._refit_last:
             self._stop_refits()
 
@@ -642,7 +642,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
     # -- state ----------------------------------------------------------------
 
     _LEARNED = ("W", "S", "b", "Sb", "bin_freq", "class_sums", "class_counts", "rng_state",
-                "refit_values", "refit_targets", "refit_count")
+                "refit_values", "refit_targets", "refit_count", "novelty_stats")
 
     @classmethod
     def from_state(cls, state: dict):
@@ -664,7 +664,7 @@ class ActiveAROW(Mergeable, HeldBudget, OneCallBinary, Learner):
             state = {**state, "params": {**state["params"], "refit_until": 0, "refit_labels": 32},
                      "learned": {**state["learned"], "refit_values": np.zeros((0, params["capacity"])),
                                  "refit_targets": np.zeros(0), "refit_count": np.zeros(0, dtype=np.int64)}}
-        return super().from_state(state)
+        return super().from_state(state_before_multiclass_terms(state))
 
     def _learned_state(self) -> dict:
         state = super()._learned_state()
