@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 
 import msgpack
@@ -330,6 +331,34 @@ def test_prequential_metrics_score_the_prediction_made_before_learning():
             correct += unpack(out[0])["y"] == (a > 0)
     assert metrics.n == 1 + 299 - 99 and metrics.n_correct == correct
     assert correct / metrics.n > 0.9
+
+
+def test_a_checkpoint_keeps_a_default_that_changed_since_it_was_saved(caplog):
+    # an upgrade that changes a default (ActiveAROW's refit_until was 0) must not discard
+    # the learned models of a gateway whose configuration leaves that parameter open
+    from edgelearn.state import dumps, loads
+
+    old, _ = make("active_arow", params={"capacity": 8, "seed": 1, "refit_until": 0})
+    rng = random.Random(3)
+    for seq in range(300):
+        a = rng.gauss(0, 1)
+        old.handle(*data("s1", seq, {"a": a, "b": rng.gauss(0, 1)}, y=a > 0), 0.0)
+    state = loads(dumps(old.to_state("s1")))
+
+    upgraded, _ = make("active_arow", params={"capacity": 8, "seed": 1})  # refit_until left open
+    with caplog.at_level(logging.INFO, logger="firmware_bridge.pipeline"):
+        upgraded.restore("s1", state)
+    restored = upgraded.learner("s1")
+    assert restored.get_params()["refit_until"] == 0 and np.array_equal(restored.W, old.learner("s1").W)
+    assert "keeps its saved learner parameters" in caplog.text and "refit_until saved 0, default 160" in caplog.text
+    x = {"a": 0.7, "b": -0.2}
+    assert [o.payload for o in upgraded.handle(*data("s1", 300, x), 0.0)] == \
+        [o.payload for o in old.handle(*data("s1", 300, x), 0.0)]
+
+    pinned, _ = make("active_arow", params={"capacity": 8, "seed": 1, "refit_until": 160})  # set: must agree
+    with pytest.raises(StateMismatch, match="refit_until saved 0, configured 160"):
+        pinned.restore("s1", state)
+    assert pinned.streams == []
 
 
 def test_many_new_channel_names_are_ignored_with_memory_fixed():

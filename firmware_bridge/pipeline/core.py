@@ -681,12 +681,12 @@ class Pipeline:
         """Give ``stream`` the learner and counters saved by :meth:`to_state`.
 
         Raises :class:`StateMismatch` (a ``ValueError``) if the state is not a stream
-        state, is for another stream, or its learner is of another kind or has other
-        parameters than this pipeline's configuration; and ``ValueError`` when
+        state, is for another stream, or its learner is of another kind or differs in a
+        parameter the configuration sets (others keep their saved values); ``ValueError`` when
         ``max_streams`` streams exist already. Nothing changes when it raises.
         """
         entry = saved_stream(stream, state, self._learner_class, self._learner_params_norm,
-                             self.topics)
+                             self.topics, configured=self.learner_params)
         if stream not in self._streams and len(self._streams) >= self.max_streams:
             raise ValueError(
                 f"cannot restore stream {stream!r}: max_streams={self.max_streams} "

@@ -3,8 +3,10 @@ sequence accounting (the one rule for a reading's ``seq``)."""
 
 from __future__ import annotations
 
+import logging
 import math
 import re
+from collections.abc import Collection
 from typing import Any
 
 import edgelearn
@@ -15,6 +17,8 @@ from .tasks import rules_for
 
 __all__ = ["SEQ_WINDOW", "StateMismatch", "StreamState", "compile_stream_pattern",
            "saved_stream", "state_problem"]
+
+logger = logging.getLogger("firmware_bridge.pipeline")
 
 
 class StateMismatch(ValueError):
@@ -203,28 +207,40 @@ def _as_saved(value: Any) -> Any:
 
 
 def saved_stream(stream: Any, state: Any, learner_class: type, params: dict[str, Any],
-                 topics: Topics) -> StreamState:
+                 topics: Topics, configured: Collection[str] | None = None) -> StreamState:
     """``stream``'s state rebuilt from ``state`` (``Pipeline.to_state``'s) with a learner of
-    ``learner_class`` and ``params``; :class:`StateMismatch` if it does not fit."""
+    ``learner_class`` and ``params``; :class:`StateMismatch` if it does not fit
+    (:func:`state_problem`; ``configured``: the parameters the configuration sets)."""
     reject = None if isinstance(stream, str) else "stream must be a str"
     if reject is None:
-        reject = state_problem(stream, state, learner_class, params)
+        reject = state_problem(stream, state, learner_class, params, configured)
     if reject:
         raise StateMismatch(f"cannot restore stream {stream!r}: {reject}")
     try:
         learner = edgelearn.from_state(state["learner"])
     except (KeyError, TypeError, ValueError) as exc:
         raise StateMismatch(f"cannot restore stream {stream!r}: {exc}") from None
+    kept = _differences(learner.get_params(), params, learner.get_params())
+    if kept:  # defaults the configuration leaves open, changed since the state was saved
+        logger.info("stream %r keeps its saved learner parameters, not today's defaults: %s",
+                    stream, ", ".join(f"{name} saved {old!r}, default {new!r}" for name, old, new in kept))
     entry = StreamState(stream, learner, topics)
     entry.load_counters(state.get("counters", {}), state.get("last_seq", -1))
     return entry
 
 
 def state_problem(
-    stream: str, state: Any, learner_class: type, params: dict[str, Any]
+    stream: str, state: Any, learner_class: type, params: dict[str, Any],
+    configured: Collection[str] | None = None,
 ) -> str | None:
     """Why ``state`` (``Pipeline.to_state``'s) cannot be ``stream``'s with a learner of
-    ``learner_class`` and ``params``, or None."""
+    ``learner_class`` and ``params``, or None.
+
+    With ``configured`` (the names of the parameters the configuration sets), only those
+    must agree: a parameter left at its default keeps the value it was saved with, so a
+    default that an upgrade changes does not discard a learned model (the learner goes on
+    as it was saved; :func:`saved_stream` logs the difference). Without it, every parameter
+    must agree."""
     if not isinstance(state, dict) or not isinstance(state.get("learner"), dict):
         return "the state is not a stream state (no 'learner' map)"
     if state.get("stream") != stream:
@@ -238,15 +254,17 @@ def state_problem(
     saved = learner.get("params")
     if not isinstance(saved, dict):
         return "the saved learner has no parameters"
-    changed = sorted(
-        name for name in set(saved) | set(params)
-        if _as_saved(saved.get(name)) != _as_saved(params.get(name))
-    )
+    changed = _differences(saved, params, set(saved) | set(params) if configured is None else configured)
     if changed:
         return "learner parameters differ from the configuration: " + ", ".join(
-            f"{name} saved {saved.get(name)!r}, configured {params.get(name)!r}"
-            for name in changed
+            f"{name} saved {old!r}, configured {new!r}" for name, old, new in changed
         )
     return None
+
+
+def _differences(saved: dict[str, Any], params: dict[str, Any], names: Collection[str]) -> list:
+    """``(name, saved value, value in params)`` for each of ``names`` where the two differ."""
+    return [(name, saved.get(name), params.get(name)) for name in sorted(names)
+            if _as_saved(saved.get(name)) != _as_saved(params.get(name))]
 
 
