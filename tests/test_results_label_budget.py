@@ -45,7 +45,7 @@ def test_tiny_run_writes_the_page_and_reuses_its_cache(tmp_path, capsys, monkeyp
     assert summary["command"] == f"python tools/results_label_budget.py {' '.join(argv)}"
     binary = [r for r in summary["rows"] if "binary tasks" in r["protocol"]]
     by_key = {(r["protocol"].split(",")[1].split("(")[0].strip(), r["learner"]): r for r in binary}
-    budgeted = {f"{m} {b}%" for m in ("ActiveAROW", "PAACDS") for b in (10, 5)} | {"ActiveAROW 10% refit"}
+    budgeted = {f"{m} {b}%" for m in ("ActiveAROW", "PAACDS") for b in (10, 5)} | {"ActiveAROW 10% before refit"}
     assert {learner for _, learner in by_key} == {"ActiveAROW", "River EntropySampler", "River LR (all labels)",
                                                  "PAACDS"} | budgeted
     assert len(binary) == 18
