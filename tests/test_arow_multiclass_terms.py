@@ -73,15 +73,17 @@ def test_prediction_and_novelty_kernels_match_the_references(seed):
         np.testing.assert_allclose(stats, ref_stats, rtol=1e-12)
 
 
-def test_the_class_means_are_the_same_bits_with_the_distance():
-    """``class_means_and_distance`` adds the class means exactly as ``add_class_means``."""
+def test_the_class_means_distance_does_not_depend_on_their_weight():
+    """``add_class_means`` gives the nearest class mean's distance (the novelty term's) at any
+    weight, and at weight 0 adds nothing to the margins."""
     rng = np.random.default_rng(5)
     slots, z = np.arange(7, dtype=np.int32), rng.normal(size=7)
     sums, counts = rng.normal(size=(4, 7)), np.array([2.0, 0.0, 1.0, 3.0])
     a, b = np.zeros(4), np.zeros(4)
-    K.add_class_means(slots, z, 7, 7, sums, counts, 4, 0.3, a)
-    MK.class_means_and_distance(slots, z, 7, 7, sums, counts, 4, 0.3, b)
-    assert a.tobytes() == b.tobytes()
+    d_a = K.add_class_means(slots, z, 7, 7, sums, counts, 4, 0.3, a)
+    d_b = K.add_class_means(slots, z, 7, 7, sums, counts, 4, 0.0, b)
+    assert b.tobytes() == np.zeros(4).tobytes() and a.tobytes() != b.tobytes()
+    assert d_a == d_b == pytest.approx(naive.arow_class_mean_distance(slots, z, 7, sums, counts, 4), rel=1e-12)
 
 
 def _stream(n, seed, n_classes):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -29,16 +28,8 @@ import numpy as np
 
 from edgelearn import metrics
 
-
-def _sibling(name: str):
-    """A module of tools/ by file name, registered (as label_budget_variants registers its own)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from label_budget_variants import sibling  # noqa: E402  (sibling tools, by path; it registers them)
 
 
 def _per_class(y, p, classes):
@@ -59,9 +50,9 @@ def diagnose_run(protocol, task, seed, variant):
     from edgelearn.evaluate import prequential
     from edgelearn.streams import iter_array
 
-    tool = _sibling("results_label_budget")
-    families = _sibling("label_budget_families")
-    variants = _sibling("label_budget_variants")
+    tool = sibling("results_label_budget")
+    families = sibling("label_budget_families")
+    variants = sibling("label_budget_variants")
     X, y, names = tool.task_data(task)
     Xr, yr = tool.protocol_stream(X, y, protocol, seed)
     model = variants.Variant(variant, target_query_rate=variants.BUDGET, seed=seed,
@@ -91,8 +82,8 @@ def diagnose_run(protocol, task, seed, variant):
 
 def diagnose(variant, seeds, tasks=None):
     """Lines of the diagnosis, per protocol and task, means over ``seeds``."""
-    tool = _sibling("results_label_budget")
-    families = _sibling("label_budget_families")
+    tool = sibling("results_label_budget")
+    families = sibling("label_budget_families")
     lines = []
     for protocol in tool.PROTOCOLS:
         for name in tasks or families.MULTICLASS_TASKS:
@@ -138,9 +129,9 @@ def measure_multiclass(variants, jobs, cache, seeds, per_task=None):
     labels %, balanced accuracy)}}``, gaps to River's softmax with every label."""
     import edgelearn
 
-    tool = _sibling("results_label_budget")
-    families = _sibling("label_budget_families")
-    lbv = _sibling("label_budget_variants")
+    tool = sibling("results_label_budget")
+    families = sibling("label_budget_families")
+    lbv = sibling("label_budget_variants")
     # the cache key's code digest as label_budget_variants.measure makes it (its file and the two siblings)
     here = Path(__file__).resolve()
     code = hashlib.sha256(Path(lbv.__file__).read_bytes()

@@ -136,7 +136,7 @@ from edgelearn.kernels import arow as K
 BUDGET = 0.1
 
 
-def _sibling(name: str):
+def sibling(name: str):
     """A module of tools/ by file name, registered so worker processes unpickle its functions."""
     if name in sys.modules:
         return sys.modules[name]
@@ -148,9 +148,9 @@ def _sibling(name: str):
 
 
 Base = edgelearn.ActiveAROW
-_BELIEFS = _sibling("label_budget_belief_variants")  # the ep, hedge and refit switches, and probit_v
+_BELIEFS = sibling("label_budget_belief_variants")  # the ep, hedge and refit switches, and probit_v
 BeliefVariants, probit_v = _BELIEFS.BeliefVariants, _BELIEFS.probit_v
-_MULTICLASS = _sibling("label_budget_multiclass_variants")  # novelty, cmw_k, refit_order/epochs, pos_w
+_MULTICLASS = sibling("label_budget_multiclass_variants")  # novelty, cmw_k, refit_order/epochs, pos_w
 
 
 #: The learner's terms of issue 26 (the refit, the multiclass terms) that came from these switches, off in the base a
@@ -566,7 +566,7 @@ def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=No
     balanced accuracy)}}``; ``per_task``, if given, is filled with ``{(protocol, task, name):
     (accuracy, F1, balanced accuracy)}``, means over the seeds (River's run with every label
     under its own name); ``family`` (``"binary"`` or ``"multiclass"``): that family's tasks only."""
-    tool = _sibling("results_label_budget")
+    tool = sibling("results_label_budget")
     families_module = tool._families()
     seeds = tuple(seeds or tool.TUNE_SEEDS)
     families = {

@@ -238,16 +238,23 @@ def add_class_means(slots, z, k, capacity, class_sums, class_counts, n_known, we
     ``(mu_c . z - |mu_c|^2 / 2) / sqrt(present)`` over the instance's present
     channels (its features of slot below ``capacity``: the linear ones), ``mu_c``
     the mean standardized value of the labels of class ``c`` learned
-    (``class_sums / class_counts``; 0 for a class never learned)."""
-    if weight == 0.0:
-        return
+    (``class_sums / class_counts``; 0 for a class never learned); nothing at ``weight`` 0.
+
+    Returns the reading's mean squared distance to the nearest class mean over its
+    present channels, ``min_c (sum z^2 - 2 g_c) / present`` with ``g_c = mu_c . z -
+    |mu_c|^2 / 2`` the sum the score takes (``sum (mu_c - z)^2 = sum z^2 - 2 g_c``: no
+    second pass), over the classes with a label learned; -1.0 when no channel is present
+    or no class has a label (ActiveAROW's ``novelty`` reads it)."""
     present = 0
+    sum_sq = 0.0
     for j in range(k):
         if 0 <= slots[j] < capacity:
             present += 1
+            sum_sq += z[j] * z[j]
     if present == 0:
-        return
+        return -1.0
     scale = weight / math.sqrt(present)
+    nearest = -1.0
     for c in range(n_known):
         n = class_counts[c]
         if n <= 0.0:
@@ -258,7 +265,12 @@ def add_class_means(slots, z, k, capacity, class_sums, class_counts, n_known, we
             if 0 <= s < capacity:
                 mu = class_sums[c, s] / n
                 g += mu * z[j] - 0.5 * mu * mu
-        out_m[c] += scale * g
+        if weight != 0.0:
+            out_m[c] += scale * g
+        d = max((sum_sq - 2.0 * g) / present, 0.0)  # (rounding can take an exact 0 below it)
+        if nearest < 0.0 or d < nearest:
+            nearest = d
+    return nearest
 
 
 @jit

@@ -1,6 +1,7 @@
 """Kernels of a multiclass :class:`edgelearn.ActiveAROW`'s prediction and query terms
-(issue 26): the class means' score with each reading's distance to the nearest class
-mean (``novelty``), the query's novelty divisor, and the logit adjustment.
+(issue 26): the class means' score (:func:`~edgelearn.kernels.arow.add_class_means`, which
+also gives each reading's distance to the nearest class mean, for ``novelty``), the
+query's novelty divisor, and the logit adjustment.
 
 What ``ActiveAROW._score`` / ``_ask`` and ``log_replay.arow_multiclass_log_loop`` both
 call, so every path computes them with the same operations in the same order."""
@@ -9,42 +10,6 @@ import math
 
 from ._jit import jit
 from .arow import add_class_means, best_two
-
-
-@jit
-def class_means_and_distance(slots, z, k, capacity, class_sums, class_counts, n_known, weight, out_m):
-    """:func:`~edgelearn.kernels.arow.add_class_means` (the same bits into ``out_m``; nothing
-    added at ``weight`` 0), and the reading's mean squared distance to the nearest class
-    mean over its present channels, ``min_c (sum z^2 - 2 g_c) / k`` with ``g_c = mu_c . z -
-    |mu_c|^2 / 2`` the sum the class-mean score takes (``sum (mu_c - z)^2 = sum z^2 - 2
-    g_c``: no second pass over the class means), over the classes with a label learned;
-    -1.0 when no channel is present or no class has a label."""
-    present = 0
-    sum_sq = 0.0
-    for j in range(k):
-        if 0 <= slots[j] < capacity:
-            present += 1
-            sum_sq += z[j] * z[j]
-    if present == 0:
-        return -1.0
-    scale = weight / math.sqrt(present)
-    nearest = -1.0
-    for c in range(n_known):
-        n = class_counts[c]
-        if n <= 0.0:
-            continue
-        g = 0.0
-        for j in range(k):
-            s = slots[j]
-            if 0 <= s < capacity:
-                mu = class_sums[c, s] / n
-                g += mu * z[j] - 0.5 * mu * mu
-        if weight != 0.0:
-            out_m[c] += scale * g
-        d = max((sum_sq - 2.0 * g) / present, 0.0)  # (rounding can take an exact 0 below it)
-        if nearest < 0.0 or d < nearest:
-            nearest = d
-    return nearest
 
 
 @jit
@@ -74,11 +39,11 @@ def multiclass_prediction(slots, z, k, capacity, class_sums, class_counts, n_kno
     if n_known == 0:
         return -1, margin, -1.0
     distance = -1.0
-    if novelty != 0.0:
-        distance = class_means_and_distance(slots, z, k, capacity, class_sums, class_counts, n_known,
-                                            class_mean_weight, out_m)
-    elif class_mean_weight != 0.0:
-        add_class_means(slots, z, k, capacity, class_sums, class_counts, n_known, class_mean_weight, out_m)
+    if novelty != 0.0 or class_mean_weight != 0.0:
+        nearest = add_class_means(slots, z, k, capacity, class_sums, class_counts, n_known, class_mean_weight,
+                                  out_m)
+        if novelty != 0.0:
+            distance = nearest
     adjusted = logit_adjustment != 0.0 and n_known >= 2
     if adjusted:
         logit_adjust(out_m, class_counts, n_known, logit_adjustment)

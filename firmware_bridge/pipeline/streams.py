@@ -220,7 +220,8 @@ def saved_stream(stream: Any, state: Any, learner_class: type, params: dict[str,
         learner = edgelearn.from_state(state["learner"])
     except (KeyError, TypeError, ValueError) as exc:
         raise StateMismatch(f"cannot restore stream {stream!r}: {exc}") from None
-    kept = _differences(learner.get_params(), params, learner.get_params())
+    restored = learner.get_params()
+    kept = _differences(restored, params, restored)
     if kept:  # defaults the configuration leaves open, changed since the state was saved
         logger.info("stream %r keeps its saved learner parameters, not today's defaults: %s",
                     stream, ", ".join(f"{name} saved {old!r}, default {new!r}" for name, old, new in kept))
