@@ -56,6 +56,44 @@ REPLAY = textwrap.dedent("""
 """)
 
 
+# The worker's grouped paths on the same log: queued single readings in one
+# handle_many (chunks as the worker takes them), then the log's readings as batch
+# messages, one at a time and queued.
+GROUPED = textwrap.dedent("""
+    import json, sys
+    import msgpack
+    from firmware_bridge.cli import DEMO_LOG
+    from firmware_bridge.service.config import load_config
+    from firmware_bridge.wire import encode_batch
+    from firmware_bridge.wire.logfile import iter_logs
+    from firmware_bridge.service.warmup import cache_counts
+
+    config, errors = load_config(sys.argv[1] if len(sys.argv) > 1 else None)
+    assert not errors, errors
+    records = [(r.topic, r.payload, 0.0) for r in iter_logs([str(DEMO_LOG)])]
+    pipeline = config.make_pipeline()
+    for start in range(0, len(records), 100):
+        pipeline.handle_many(records[start:start + 100])
+    batched = config.make_pipeline()
+    readings = {}
+    for topic, payload, _ in records:
+        body = msgpack.unpackb(payload)
+        if "ch" in body:
+            readings.setdefault(topic, []).append((body["ts"], body["seq"], body["ch"], body.get("y")))
+    batches = [(topic, encode_batch(rows[i:i + 24]), 0.0)
+               for topic, rows in readings.items() for i in range(0, len(rows), 24)]
+    for item in batches[:len(batches) // 2]:
+        batched.handle(*item)
+    batched.handle_many(batches[len(batches) // 2:])
+    compiled, loaded = cache_counts()
+    counts = [pipeline.counters(), batched.counters()]
+    print(json.dumps({"messages": len(records), "batches": counts[1]["batches"],
+                      "compiled": compiled, "loaded": loaded,
+                      "predictions": sum(c["predictions"] for c in counts),
+                      "rejected": sum(c["rejected"] for c in counts)}))
+""")
+
+
 def test_warmup_fills_the_cache_the_gateway_then_loads_from(tmp_path):
     cache = tmp_path / "numba"
     (first,) = _warmup(cache)
@@ -72,12 +110,22 @@ def test_warmup_fills_the_cache_the_gateway_then_loads_from(tmp_path):
     assert replay["predictions"] > 1000
     assert replay["compiled"] == 0, f"the gateway compiled kernels the warm-up left out: {replay}"
     assert replay["loaded"] > 0
+    # A burst (queued readings, batch messages) runs the learner's row loops: warmed too,
+    # or the worker compiles them while systemd's watchdog waits.
+    grouped = json.loads(_run([sys.executable, "-c", GROUPED], cache).stdout)
+    assert grouped["predictions"] > 2 * 1000 and grouped["batches"] > 10, grouped
+    assert grouped["rejected"] == 0, grouped
+    assert grouped["compiled"] == 0, f"the worker's grouped paths compiled kernels the warm-up left out: {grouped}"
 
 
 def test_without_warmup_the_gateway_compiles(tmp_path):
     # The check above can fail: on an empty cache the same replay compiles.
     replay = json.loads(_run([sys.executable, "-c", REPLAY], tmp_path / "empty").stdout)
     assert replay["compiled"] > 0 and replay["loaded"] == 0
+    # And a cache that holds every kernel of the one-by-one path still lacks the
+    # grouped paths' row loops (what a warm-up of that path alone left out).
+    grouped = json.loads(_run([sys.executable, "-c", GROUPED], tmp_path / "empty").stdout)
+    assert grouped["compiled"] > 0, grouped
 
 
 def test_warmup_takes_the_config_learner(tmp_path):

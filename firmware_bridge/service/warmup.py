@@ -13,7 +13,12 @@ The stream is made to reach every branch a live stream reaches: channels that
 appear, vanish and are replaced by others (PAFE's feature evolution, slot
 eviction), labels inside data messages and as answers to label requests, more
 labelled messages than an ensemble needs to fill and replace its members, and a
-checkpoint round trip (``to_state`` / ``restore``).
+checkpoint round trip (``to_state`` / ``restore``). It then comes again as the
+worker takes a burst, a queue of single readings in one ``Pipeline.handle_many``
+(the stream's shared learner pass), and as batch messages, alone and queued:
+those run the learners' row loops, kernels the one-by-one path never calls (a
+burst after a restart used to compile them on the worker thread, for longer than
+the watchdog waits on a loaded machine).
 
 Counted from Numba's own per-kernel statistics: ``compiled`` kernels were not in
 the cache (a second warm-up with the same cache must report 0), ``loaded`` came
@@ -34,12 +39,21 @@ import msgpack
 import edgelearn
 
 from ..pipeline import Pipeline
-from ..wire import encode_data, encode_label
+from ..wire import encode_batch, encode_data, encode_label
 
 #: Messages of the synthetic stream: three phases (old channels, old and new,
 #: new only) of 400, so PAFE sees a replacement (vanish_after=100) and an ensemble
 #: of 10 members of 100 labels fills and replaces members.
 MESSAGES = 1200
+
+#: Readings of a burst (one ``handle_many`` of single readings): a fresh stream's
+#: first burst holds every refit point of ActiveAROW's first labels (10 to 160),
+#: the later ones come after it.
+BURST = 200
+#: Readings of a batch message, at most; fewer if the limits allow fewer (a reading
+#: of the synthetic stream packs to at most about 110 bytes).
+BATCH = 16
+READING_BYTES = 128
 
 
 @dataclass
@@ -136,6 +150,46 @@ def _drive(pipeline: Pipeline, stream: str, messages) -> None:
                 pipeline.handle(label_topic, encode_label(req, y), 0.0)
 
 
+def _drive_groups(pipeline: Pipeline, stream: str, messages) -> None:
+    """The worker's grouped paths: bursts of single readings in one ``handle_many``,
+    then batch messages, one at a time and queued together; half the labels ride in
+    the readings, the other half answer the label requests the pass made."""
+    topics = pipeline.topics
+    data_topic = topics.data(stream)
+    label_topic = topics.label(stream)
+    request_topic = topics.label_request(stream)
+    readings = list(messages)
+    answers = {seq: y for seq, _, y in readings}
+
+    def answer(outputs) -> None:
+        for out in outputs:
+            for message in out:
+                if message.topic == request_topic:
+                    body = msgpack.unpackb(message.payload)
+                    for request in body.get("requests", [body]):
+                        pipeline.handle(label_topic, encode_label(request["req"], answers[request["seq"]]), 0.0)
+
+    def label(seq, y):
+        return y if seq % 2 == 0 else None
+
+    limits = pipeline.limits
+    size = max(2, min(BATCH, limits.max_batch_readings, (limits.max_payload_bytes - 16) // READING_BYTES))
+    half = len(readings) // 2
+    singles, batched = readings[:half], readings[half:]
+    for start in range(0, len(singles), BURST):
+        burst = singles[start:start + BURST]
+        answer(pipeline.handle_many([
+            (data_topic, encode_data(float(seq), seq, values, label(seq, y)), 0.0)
+            for seq, values, y in burst]))
+    batches = [encode_batch([(float(seq), seq, values, label(seq, y))
+                             for seq, values, y in batched[start:start + size]])
+               for start in range(0, len(batched), size)]
+    alone, queued = batches[:len(batches) // 2], batches[len(batches) // 2:]
+    for payload in alone:
+        answer([pipeline.handle(data_topic, payload, 0.0)])
+    answer(pipeline.handle_many([(data_topic, payload, 0.0) for payload in queued]))
+
+
 def warm_up(config, messages: int = MESSAGES) -> WarmupReport:
     """Compile (or load from the cache) every kernel ``config``'s gateway calls.
 
@@ -154,6 +208,12 @@ def warm_up(config, messages: int = MESSAGES) -> WarmupReport:
     again = config.make_pipeline(clock=lambda: 0.0)
     again.restore("warmup", pipeline.to_state("warmup"))
     _drive(again, "warmup", synthetic_stream(prototype.task, n_classes, 60, first_seq=messages))
+    # The worker's grouped paths, on a fresh stream (refits pending) and after a restart.
+    grouped = config.make_pipeline(clock=lambda: 0.0)
+    _drive_groups(grouped, "warmup", synthetic_stream(prototype.task, n_classes, messages))
+    again = config.make_pipeline(clock=lambda: 0.0)
+    again.restore("warmup", grouped.to_state("warmup"))
+    _drive_groups(again, "warmup", synthetic_stream(prototype.task, n_classes, 4 * BATCH, first_seq=messages))
 
     report = WarmupReport(kind=config.learner_kind, seconds=time.perf_counter() - start)
     dirs = set()
