@@ -259,7 +259,10 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
     it): the kept values and labels, their count, a reading's scratch; 68,872 at
     ``capacity = 256`` and 32 labels, 109,992 at 52 (the defaults: ``target_query_rate =
     0.2``, ``refit_until = 160``, sized), 14,296 at the gateway's ``capacity = 64`` and 10%
-    budget (26 labels).
+    budget (26 labels).  The buffer lives only until the last refit: once the refits are
+    over (after reading ``refit_until``'s refit point, or at a label beyond the buffer) the
+    learner frees it, and :meth:`memory_bytes` falls back to 8 bytes (the count) above the
+    learner without refits; a state saved after that holds no buffer.
 
     Examples
     --------
@@ -362,16 +365,22 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
         # the readings before which a refit runs (none when refit_until is 0)
         self._refit_points = frozenset(K.refit_points(refit_until))
         kept = self._refit_size() if self._refit_points else 0
-        self.refit_values = np.zeros((kept, capacity), dtype=np.float64)
-        self.refit_targets = np.zeros(kept, dtype=np.float64)
+        self._hold_refit_buffer(kept)
         self.refit_count = np.zeros(1 if kept else 0, dtype=np.int64)
         self._refit_last = max(self._refit_points, default=-1)
         self._refitting = bool(kept)  # refit_count >= 0, read on every reading
-        # a reading's channels as the refit rebuilds them (scratch)
-        self._refit_slots = np.zeros(capacity if kept else 0, dtype=np.int32)
-        self._refit_z = np.zeros(capacity if kept else 0, dtype=np.float64)
         self._refit_passes = refit_passes if refit_passes is not None else (1 if n_classes == 2 else 2)
         self._init_multiclass_terms()
+
+    def _hold_refit_buffer(self, kept: int) -> None:
+        # The kept labels' raw values by slot and their labels, and a reading's channels as the
+        # refit rebuilds them (scratch). Zero rows once the refits are over: empty arrays of the
+        # same dtypes and ranks, which the kernels take (the same numba types) and never index.
+        capacity = self.capacity
+        self.refit_values = np.zeros((kept, capacity), dtype=np.float64)
+        self.refit_targets = np.zeros(kept, dtype=np.float64)
+        self._refit_slots = np.zeros(capacity if kept else 0, dtype=np.int32)
+        self._refit_z = np.zeros(capacity if kept else 0, dtype=np.float64)
 
     def _refit_size(self) -> int:
         """Labels the refit buffer holds: ``refit_labels``, or sized from the budget (None)."""
@@ -453,7 +462,7 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
         threshold, states = run_signed(self.targets, rows, self._current_threshold, run)
         self._current_threshold = float(threshold)
         space.take_column_map(names, slot_col, changed, counters)
-        self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
+        self._sync_refitting()
         return out.result(states)
 
     def _refit_arrays(self) -> tuple:
@@ -592,12 +601,26 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
         space = self.channels
         K.keep_for_refit(slots, z, len(slots), float(code), space.mean, space.var, space.eps,
                          self.refit_values, self.refit_targets, self.refit_count)
-        if self.refit_count[0] < 0:
-            self._refitting = False
+        if self.refit_count[0] < 0:  # a label beyond the buffer: the refits are over
+            self._refits_over()
 
     def _stop_refits(self) -> None:
         self.refit_count[:] = -1  # (refit_until 0: nothing to stop)
+        self._refits_over()
+
+    def _sync_refitting(self) -> None:
+        """``_refitting`` from the count a jitted loop or a loaded state left (-1: over)."""
+        if self.refit_count.size and self.refit_count[0] >= 0:
+            self._refitting = True
+        else:
+            self._refits_over()
+
+    def _refits_over(self) -> None:
+        """No refit reads the kept labels again: the buffer and its scratch go (the count
+        stays, -1), and :meth:`memory_bytes` falls by them."""
         self._refitting = False
+        if self.refit_targets.size or self._refit_slots.size:
+            self._hold_refit_buffer(0)
 
     # -- merging (edgelearn.learners.mergeable) ---------------------------------
 
@@ -677,9 +700,16 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
         if is_informed(saved) != is_informed(self.rng_state):  # an informed start's has a word more
             self.rng_state = informed_query_state(self.rng_state) if is_informed(saved) else new_query_state(0)
             self._fused = Fused()
+        count = np.asarray(learned["refit_count"])
+        over = not (count.size and count[0] >= 0)
+        # the buffer as the saved count needs it: none once the refits are over, also for a
+        # state saved with the dead buffer (before it was freed), whose values are dropped
+        self._hold_refit_buffer(0 if over or not self._refit_points else self._refit_size())
+        if over:
+            learned = {**learned, "refit_values": self.refit_values, "refit_targets": self.refit_targets}
         super()._load_learned({**learned, "rng_state": saved})
         self._current_threshold = float(learned["threshold"])
-        self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
+        self._sync_refitting()
 
 
 def _probit(m: float, v: float) -> float:
