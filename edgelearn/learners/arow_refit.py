@@ -107,10 +107,11 @@ class FirstLabelsRefit:
         self._refits_over()
 
     def _sync_refitting(self) -> None:
-        """``_refitting`` from the count a jitted loop or a loaded state left (-1: over)."""
+        """``_refitting`` from the count a jitted loop or a loaded state left (-1: over); the
+        buffer goes when the refits have just ended (a learner not refitting holds none)."""
         if self.refit_count.size and self.refit_count[0] >= 0:
             self._refitting = True
-        else:
+        elif self._refitting:
             self._refits_over()
 
     def _refits_over(self) -> None:
