@@ -500,7 +500,7 @@ def linear_stream(n, seed, n_channels=5, p_missing=0.3):
 
 
 @pytest.mark.parametrize("n_classes,capacity,n_bins", [(2, 16, 8), (2, 256, 8), (5, 64, 8), (2, 64, 0), (3, 16, 2)])
-def test_memory_bytes_is_the_documented_bound_and_fixed(n_classes, capacity, n_bins):
+def test_memory_bytes_is_the_documented_bound_and_fixed_but_for_the_refit_buffer(n_classes, capacity, n_bins):
     model = ActiveAROW(n_classes=n_classes, capacity=capacity, n_bins=n_bins)
     rows = 1 if n_classes == 2 else n_classes
     labels = 64 * n_classes
@@ -516,7 +516,7 @@ def test_memory_bytes_is_the_documented_bound_and_fixed(n_classes, capacity, n_b
         d = model.decide_one(x)
         if d.ask:
             model.learn(d.slots, d.z, y if n_classes == 2 else i % n_classes)
-    assert model.memory_bytes() == bound
+    assert model.memory_bytes() == bound - (refit - 8)  # the refits are over: only their count stays
 
 
 def test_learns_and_holds_the_label_budget():

@@ -11,9 +11,10 @@ import numpy as np
 
 from ..constraints import Boolean, Interval, OneOf, Options
 from ..kernels import arow as K
-from ..kernels.rate_control import informed_query_state, is_informed, most_asks, new_query_state, widened
+from ..kernels.rate_control import informed_query_state, is_informed, new_query_state, widened
 from .arrays import RowsPass, RowsResult, row_buffers, run_signed
 from .arow_multiclass import MulticlassAROW, state_before_multiclass_terms
+from .arow_refit import FirstLabelsRefit
 from .base import Decision, Learner, softmax_proba
 from .belief_sharing import belief_by_slot, belief_columns, load_belief
 from .budget import HeldBudget
@@ -25,7 +26,7 @@ from .one_call import Fused, OneCallBinary, compiled_entry
 _PRIOR_VAR = 1.0
 
 
-class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
+class ActiveAROW(FirstLabelsRefit, MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
     """Diagonal AROW on a channel-wise additive model, with a label budget held as a rate.
 
     The model is a Gaussian belief over the weights, ``w ~ N(W, diag(S))``,
@@ -259,7 +260,10 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
     it): the kept values and labels, their count, a reading's scratch; 68,872 at
     ``capacity = 256`` and 32 labels, 109,992 at 52 (the defaults: ``target_query_rate =
     0.2``, ``refit_until = 160``, sized), 14,296 at the gateway's ``capacity = 64`` and 10%
-    budget (26 labels).
+    budget (26 labels).  The buffer lives only until the last refit: once the refits are
+    over (after reading ``refit_until``'s refit point, or at a label beyond the buffer) the
+    learner frees it, and :meth:`memory_bytes` falls back to 8 bytes (the count) above the
+    learner without refits; a state saved after that holds no buffer.
 
     Examples
     --------
@@ -357,27 +361,8 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
         self._floor = float(variance_floor)
         self._u = 0.0  # the last scored instance's |margin| / sd, for _ask
         self._fused = Fused()  # see decide_learn_claimed
-        # refit: the labels kept (raw values by slot, NaN: absent; the sign or class index)
-        # and their count (-1: no more refits); nothing when refit_until is 0
-        # the readings before which a refit runs (none when refit_until is 0)
-        self._refit_points = frozenset(K.refit_points(refit_until))
-        kept = self._refit_size() if self._refit_points else 0
-        self.refit_values = np.zeros((kept, capacity), dtype=np.float64)
-        self.refit_targets = np.zeros(kept, dtype=np.float64)
-        self.refit_count = np.zeros(1 if kept else 0, dtype=np.int64)
-        self._refit_last = max(self._refit_points, default=-1)
-        self._refitting = bool(kept)  # refit_count >= 0, read on every reading
-        # a reading's channels as the refit rebuilds them (scratch)
-        self._refit_slots = np.zeros(capacity if kept else 0, dtype=np.int32)
-        self._refit_z = np.zeros(capacity if kept else 0, dtype=np.float64)
-        self._refit_passes = refit_passes if refit_passes is not None else (1 if n_classes == 2 else 2)
+        self._init_refit()
         self._init_multiclass_terms()
-
-    def _refit_size(self) -> int:
-        """Labels the refit buffer holds: ``refit_labels``, or sized from the budget (None)."""
-        if self.refit_labels is not None:
-            return self.refit_labels
-        return max(most_asks(self.refit_until, self.target_query_rate), 1)
 
     @property
     def current_threshold(self) -> float:
@@ -453,15 +438,8 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
         threshold, states = run_signed(self.targets, rows, self._current_threshold, run)
         self._current_threshold = float(threshold)
         space.take_column_map(names, slot_col, changed, counters)
-        self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
+        self._sync_refitting()
         return out.result(states)
-
-    def _refit_arrays(self) -> tuple:
-        # The row loops' refit arguments (kernels/log_replay.py): the kept labels, their count
-        # (none, or -1 once the refits are over: the loops then neither refit nor keep), scratch.
-        return (self.refit_until, self.refit_values, self.refit_targets,
-                self.refit_count, self._refit_slots, self._refit_z,
-                _PRIOR_VAR if self.learn_intercept else 0.0, self._refit_passes)
 
     def _binary_model(self) -> K.BinaryModel:
         # The arrays never change identity (states load into them), nor do the
@@ -543,62 +521,6 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
         K.forget_class_sums(slot, self.class_sums)
         self.refit_values[:, slot] = np.nan  # the kept labels lose the channel that left
 
-    # -- the refit of the first labels (refit_until) ------------------------------
-
-    def learn_one(self, x: dict, y) -> None:
-        if not self._refitting:
-            return super().learn_one(x, y)
-        slots, z = self._observe_refitting(x)
-        self._observe(slots, z)
-        self.learn(slots, z, y)
-
-    def why_not(self, capability: str) -> str | None:
-        if capability == "merge" and self._refitting:
-            # a contribution is a change of precision, never negative; a refit resets the belief
-            return "refits pending (refit_until > 0): it contributes once they are over"
-        return super().why_not(capability)
-
-    def contribution(self) -> dict:
-        if self._refitting:
-            raise ValueError(f"ActiveAROW.contribution: {self.why_not('merge')}.")
-        return super().contribution()
-
-    def _observe_refitting(self, x: dict):
-        # ChannelSpace.observe with the refit between its claim (which may recycle a slot,
-        # as the pipeline's claim does before decide_learn_claimed) and the observation.
-        space = self.channels
-        slots, z = space.claim(x)
-        self._refit_if_due()
-        space.observe_claimed(slots, z, True)
-        return slots, z
-
-    def _refit_if_due(self) -> None:
-        """Before reading ``t`` is observed: at a refit point, the refit of the labels kept;
-        after the last one, no more."""
-        t = self.channels.t
-        n = int(self.refit_count[0])
-        if n > 0 and t in self._refit_points:
-            space = self.channels
-            K.refit(self.refit_values, self.refit_targets, n, space.count, space.mean, space.var,
-                    space.eps, space.z_max, self._edges, self.bin_freq, self.capacity,
-                    self._refit_slots, self._refit_z, self._feature_slots, self._feature_z,
-                    self.W, self.S, self.b, self.Sb, _PRIOR_VAR, _PRIOR_VAR if self.learn_intercept else 0.0,
-                    self._r, self._floor, self.binary, len(self.targets.labels),
-                    self.class_sums, self.class_counts, self._refit_passes)
-        if t >= self._refit_last:
-            self._stop_refits()
-
-    def _keep(self, slots, z, code: float) -> None:
-        space = self.channels
-        K.keep_for_refit(slots, z, len(slots), float(code), space.mean, space.var, space.eps,
-                         self.refit_values, self.refit_targets, self.refit_count)
-        if self.refit_count[0] < 0:
-            self._refitting = False
-
-    def _stop_refits(self) -> None:
-        self.refit_count[:] = -1  # (refit_until 0: nothing to stop)
-        self._refitting = False
-
     # -- merging (edgelearn.learners.mergeable) ---------------------------------
 
     def _precision_per_reading(self) -> float:
@@ -677,9 +599,10 @@ class ActiveAROW(MulticlassAROW, Mergeable, HeldBudget, OneCallBinary, Learner):
         if is_informed(saved) != is_informed(self.rng_state):  # an informed start's has a word more
             self.rng_state = informed_query_state(self.rng_state) if is_informed(saved) else new_query_state(0)
             self._fused = Fused()
+        learned = self._refit_buffer_for(learned)
         super()._load_learned({**learned, "rng_state": saved})
         self._current_threshold = float(learned["threshold"])
-        self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
+        self._sync_refitting()
 
 
 def _probit(m: float, v: float) -> float:

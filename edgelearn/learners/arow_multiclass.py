@@ -65,7 +65,7 @@ class MulticlassAROW:
         threshold, states = run_indexed(self.targets, rows, self._current_threshold, run)
         self._current_threshold = float(threshold)
         space.take_column_map(names, slot_col, changed, counters)
-        self._refitting = bool(self.refit_count.size and self.refit_count[0] >= 0)
+        self._sync_refitting()
         return out.result(states, usable)
 
 

@@ -489,7 +489,9 @@ class Learner(RiverProtocol, abc.ABC):
 
     def memory_bytes(self) -> int:
         """The learner's fixed budget in bytes: its arrays, its label table and
-        its channel space.  It is set at construction and does not change."""
+        its channel space.  It is set at construction (but for what a learner
+        frees or adds at a known point: ActiveAROW frees its refit buffer once its
+        refits are over, a mergeable learner keeps its last contribution)."""
         return int(sum(a.nbytes for a in self._arrays()) + self._label_bytes()
                    + self.channels.memory_bytes())
 
