@@ -107,3 +107,68 @@ def test_an_unknown_choice_is_refused_by_name():
         assert "refit_order must be one of 'interleave', 'reverse'; got 'shuffle'" in str(error)
     else:
         raise AssertionError("refit_order 'shuffle' was accepted")
+
+
+def test_new_switches_neutral_values_are_the_learner():
+    # rare_bias 0 adds nothing; cmw_pow with cmw_k 0 is the class means; novelty_scale 1 is novelty;
+    # refit_balance 1 caps every class weight at 1 (both modes)
+    tool = load_tool("label_budget_variants")
+    B = {**R, "novelty": 5.0, "novelty_until": 1, "novelty_ref": "stream", "refit_epochs": 2}
+    for base_variant in (R, B):
+        base, a = _run(tool, base_variant, 4)
+        for switch in ({"rare_bias": 0.0}, {"cmw_k": 0.0, "cmw_pow": 0.5}, {"novelty_scale": 1.0},
+                       {"refit_balance": 1.0}, {"refit_balance": 1.0, "refit_balance_mode": "repeat"}):
+            if "novelty_scale" in switch and "novelty" not in base_variant:
+                continue
+            model, b = _run(tool, {**base_variant, **switch}, 4)
+            assert np.array_equal(a.predictions, b.predictions), switch
+            assert np.array_equal(a.asked, b.asked), switch
+            np.testing.assert_allclose(model.W, base.W, rtol=1e-9, atol=1e-12)
+
+
+def test_new_switches_change_multiclass_and_not_binary():
+    tool = load_tool("label_budget_variants")
+    # a stream with a rare class (3: about 4% of readings) so the class balance has something to weigh
+    _, base4 = _run(tool, R, 4)
+    _, base2 = _run(tool, R, 2)
+    for switch in ({"rare_bias": 0.5}, {"cmw_k": 3.0, "cmw_pow": 0.5}, {"novelty": 3.0, "novelty_nn": 1},
+                   {"novelty": 3.0, "novelty_scale": 0.5}, {"refit_balance": 3.0},
+                   {"refit_balance": 3.0, "refit_balance_mode": "repeat"}):
+        _, b4 = _run(tool, {**R, **switch}, 4)
+        assert not (np.array_equal(base4.predictions, b4.predictions) and np.array_equal(base4.asked, b4.asked)), \
+            switch
+        assert np.mean(b4.asked) < 0.12, switch
+        _, b2 = _run(tool, {**R, **switch}, 2)
+        assert np.array_equal(base2.predictions, b2.predictions) and np.array_equal(base2.asked, b2.asked), switch
+
+
+def test_asked_distance_is_the_plain_nearest_reading():
+    tool = load_tool("label_budget_variants")
+    model, _ = _run(tool, {"novelty": 1.0, "novelty_nn": 1}, 4)
+    assert len(model._asked_z) > 5
+    slots = np.array([0, 2, 1], dtype=np.int32)
+    z = np.array([0.5, -1.0, 2.0])
+    d = model._asked_distance(slots, z)
+    for j, kept in enumerate(model._asked_z):
+        both = ~np.isnan(kept[slots])
+        assert abs(d[j] - np.mean((kept[slots][both] - z[both]) ** 2)) < 1e-12
+
+
+def test_class_balance_weights_and_repeats():
+    tool = load_tool("label_budget_variants")
+    model = tool.Variant({**R, "refit_balance": 3.0, "refit_balance_mode": "repeat"}, target_query_rate=0.1, seed=5,
+                         n_classes=3, capacity=8)
+    # counts 4, 1, 1 (mean 2): weights 1, 2, 2; capped at 3
+    assert model._class_balance([0, 0, 0, 0, 1, 2]) == {0: 1.0, 1: 2.0, 2: 2.0}
+    assert model._class_balance([0] * 10 + [1]) == {0: 1.0, 1: 3.0}
+    learned = []
+    model._early = [({"a": float(i)}, y, 1.0) for i, y in enumerate([0, 0, 0, 0, 1, 2])]
+    model.channels.observe({"a": 0.0}, True)
+    model._refit_one_pass = False
+    original = tool.Base.learn
+    try:
+        tool.Base.learn = lambda self, slots, z, y: learned.append(y)
+        model._refit()
+    finally:
+        tool.Base.learn = original
+    assert learned == [0, 0, 0, 0, 1, 2, 1, 2]
