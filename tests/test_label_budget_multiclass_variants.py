@@ -116,8 +116,9 @@ def test_new_switches_neutral_values_are_the_learner():
     B = {**R, "novelty": 5.0, "novelty_until": 1, "novelty_ref": "stream", "refit_epochs": 2}
     for base_variant in (R, B):
         base, a = _run(tool, base_variant, 4)
-        for switch in ({"rare_bias": 0.0}, {"cmw_k": 0.0, "cmw_pow": 0.5}, {"novelty_scale": 1.0},
-                       {"refit_balance": 1.0}, {"refit_balance": 1.0, "refit_balance_mode": "repeat"}):
+        for switch in ({"rare_bias": 0.0}, {"pred_balance": 0.0}, {"cmw_k": 0.0, "cmw_pow": 0.5}, {"novelty_scale": 1.0},
+                       {"refit_balance": 1.0}, {"refit_balance": 1.0, "refit_balance_mode": "repeat"},
+                       {"refit_balance": 1.0, "refit_balance_mode": "inverse"}):
             if "novelty_scale" in switch and "novelty" not in base_variant:
                 continue
             model, b = _run(tool, {**base_variant, **switch}, 4)
@@ -131,7 +132,7 @@ def test_new_switches_change_multiclass_and_not_binary():
     # a stream with a rare class (3: about 4% of readings) so the class balance has something to weigh
     _, base4 = _run(tool, R, 4)
     _, base2 = _run(tool, R, 2)
-    for switch in ({"rare_bias": 0.5}, {"cmw_k": 3.0, "cmw_pow": 0.5}, {"novelty": 3.0, "novelty_nn": 1},
+    for switch in ({"rare_bias": 0.5}, {"pred_balance": 0.5}, {"cmw_k": 3.0, "cmw_pow": 0.5}, {"novelty": 3.0, "novelty_nn": 1},
                    {"novelty": 3.0, "novelty_scale": 0.5}, {"refit_balance": 3.0},
                    {"refit_balance": 3.0, "refit_balance_mode": "repeat"}):
         _, b4 = _run(tool, {**R, **switch}, 4)
@@ -161,6 +162,9 @@ def test_class_balance_weights_and_repeats():
     # counts 4, 1, 1 (mean 2): weights 1, 2, 2; capped at 3
     assert model._class_balance([0, 0, 0, 0, 1, 2]) == {0: 1.0, 1: 2.0, 2: 2.0}
     assert model._class_balance([0] * 10 + [1]) == {0: 1.0, 1: 3.0}
+    model._variant["refit_balance_mode"] = "inverse"  # counts 4, 1, 1: the common class at 2 / 4
+    assert model._class_balance([0, 0, 0, 0, 1, 2]) == {0: 0.5, 1: 2.0, 2: 2.0}
+    model._variant["refit_balance_mode"] = "repeat"
     learned = []
     model._early = [({"a": float(i)}, y, 1.0) for i, y in enumerate([0, 0, 0, 0, 1, 2])]
     model.channels.observe({"a": 0.0}, True)
@@ -172,3 +176,23 @@ def test_class_balance_weights_and_repeats():
     finally:
         tool.Base.learn = original
     assert learned == [0, 0, 0, 0, 1, 2, 1, 2]
+
+
+def test_lda_score_is_the_plain_one_and_infinite_shrinkage_is_the_class_means():
+    tool = load_tool("label_budget_variants")
+    model, _ = _run(tool, {**R, "lda_k": 5.0}, 4)
+    zs, ys = np.asarray(model._asked_z), np.asarray(model._asked_y)
+    s2 = model._within_class_variance()
+    for j in range(3):
+        squares = dof = 0.0
+        for c in set(ys.tolist()):
+            col = zs[ys == c, j]
+            col = col[~np.isnan(col)]
+            squares += float(np.sum((col - col.mean()) ** 2)) if len(col) else 0.0
+            dof += max(len(col) - 1, 0)
+        assert abs(s2[j] - (squares + 5.0) / (dof + 5.0)) < 1e-12
+    # with the shrinkage at infinity s^2 = 1 and the score is the learner's class means
+    _, a = _run(tool, R, 4)
+    _, b = _run(tool, {**R, "lda_k": 1e300}, 4)
+    same = [p == q for p, q in zip(a.predictions, b.predictions)]
+    assert len(same) == 400 and np.mean(same) > 0.99  # (the kernel and NumPy sum in other orders)

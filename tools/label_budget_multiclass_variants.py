@@ -43,14 +43,29 @@ Added for the coverage and balance round (session of 2026-11-27, branch mccover)
   plus ``b / sqrt(n_c)`` for each class with ``n_c > 0`` labels learned (a per-class
   term that favours the classes with few labels, falling slower than the logit
   adjustment's ``log``; it adds to ``logit_adj``);
+* ``pred_balance`` (``a``): multiclass prediction by the margins (with the class means)
+  minus ``a log(pred_c / share_c)``, ``pred_c`` the class's share of the predictions made
+  so far and ``share_c`` its share of the labels learned (one pseudo-count each): a class
+  predicted more often than its labels say is pushed down, one predicted less often up
+  (an online prior correction toward the labelled class shares, as a majority class that
+  takes the rare classes' readings would need; it adds to ``logit_adj``);
+* ``lda_k`` (pseudo-labels): the class-mean score with a diagonal pooled within-class
+  variance (linear discriminant analysis with a diagonal covariance):
+  ``sum_j (mu_cj z_j - mu_cj^2 / 2) / s_j^2 / sqrt(present)`` at ``class_mean_weight``
+  (``lda_w`` instead, if given), ``s_j^2`` the asked labels' within-class variance of
+  channel ``j`` (each label's ``z`` as it was asked) shrunk toward the stream's 1 by
+  ``lda_k`` pseudo-labels: a channel that separates the classes (small spread within
+  them) counts for more than the identity metric gives it;
 * ``cmw_pow`` (exponent, default 1): ``cmw_k``'s class-mean weight is ``class_mean_weight
   * (1 + cmw_k / n_c^cmw_pow)`` (0.5: a weight that grows as ``1 / sqrt(n_c)``);
 * ``refit_balance`` (cap): a class-balanced refit: each kept label of class ``c`` is
   learned in the refit with weight ``w_c = min(cap, max(1, mean n / n_c))``, ``n_c`` the
   kept labels of its class and ``mean n`` their mean over the kept classes (inverse class
   frequency, capped; the common classes keep 1); ``refit_balance_mode``: ``"weight"``
-  (default) the step ``r / w_c``, ``"repeat"`` each pass learns the kept labels in order
-  and then ``round(w_c) - 1`` more copies of each rare one (in order, after the pass).
+  (default) the step ``r / w_c``, ``"inverse"`` the same with ``w_c`` also below 1 (at
+  least ``1 / cap``: a common class's labels take smaller steps), ``"repeat"`` each pass
+  learns the kept labels in order and then ``round(w_c) - 1`` more copies of each rare
+  one (in order, after the pass).
 
 ``tools/label_budget_multiclass_diagnosis.py`` diagnoses the gap and measures these
 switches on the multiclass tasks alone.
@@ -72,9 +87,14 @@ class MulticlassVariants:
         for key, allowed in (("refit_order", ("interleave", "reverse")), ("novelty_ref", ("asked", "stream"))):
             if key in v and v[key] not in allowed:
                 raise ValueError(f"variant {key} must be one of {', '.join(map(repr, allowed))}; got {v[key]!r}")
-        if v.get("refit_balance_mode", "weight") not in ("weight", "repeat"):
-            raise ValueError(f"variant refit_balance_mode must be 'weight' or 'repeat'; got {v['refit_balance_mode']!r}")
-        self._mc_on = not self.binary and any(k in v for k in ("novelty", "cmw_k", "pos_w", "unclaimed", "rare_bias"))
+        if v.get("refit_balance_mode", "weight") not in ("weight", "inverse", "repeat"):
+            raise ValueError("variant refit_balance_mode must be 'weight', 'inverse' or 'repeat'; "
+                             f"got {v['refit_balance_mode']!r}")
+        self._mc_on = not self.binary and any(k in v for k in ("novelty", "cmw_k", "pos_w", "unclaimed", "rare_bias",
+                                                                 "pred_balance", "lda_k"))
+        self._asked_y = []  # lda_k: the asked labels' class indices, beside _asked_z
+        self._lda_s2 = None  # lda_k: the pooled within-class variance per channel, after the last label
+        self._pred_counts = np.zeros(max(self.n_classes, 2))  # pred_balance: predictions per class
         self._asked_z = []  # novelty_nn: the asked readings' standardized channels (NaN where absent)
         self._d_ref = [0.0, 0.0]  # novelty: sum and count of the asked labels' distances to their class mean
         self._d_min = 0.0
@@ -108,6 +128,36 @@ class MulticlassVariants:
         d[present == 0] = np.inf
         return d
 
+    def _within_class_variance(self):
+        """``lda_k``: per channel, ``(sum_c sum_i (z_i - mean_c)^2 + k) / (n - classes + k)`` over
+        the asked labels with the channel present."""
+        if self._lda_s2 is None:
+            k = float(self._variant["lda_k"])
+            zs, ys = np.asarray(self._asked_z), np.asarray(self._asked_y)
+            squares = np.zeros(self.capacity)
+            dof = np.zeros(self.capacity)
+            for c in np.unique(ys):
+                block = zs[ys == c]
+                present = np.sum(~np.isnan(block), axis=0)
+                mean = np.nansum(block, axis=0) / np.maximum(present, 1)
+                squares += np.nansum((block - mean) ** 2, axis=0)
+                dof += np.maximum(present - 1, 0)
+            self._lda_s2 = (squares + k) / (dof + k)
+        return self._lda_s2
+
+    def _add_lda_means(self, slots, z, n_known, weight):
+        """``lda_k``: each known class's diagonal-LDA class-mean score, added to ``self._m``."""
+        ok = (slots >= 0) & (slots < self.capacity)
+        s, x = slots[ok], z[ok]
+        if len(s) == 0 or not self._asked_z:
+            return
+        s2 = self._within_class_variance()[s]
+        counts = self.class_counts[:n_known]
+        for c in range(n_known):
+            if counts[c] > 0:
+                mu = self.class_sums[c, s] / counts[c]
+                self._m[c] += weight / np.sqrt(len(s)) * float(np.sum((mu * x - 0.5 * mu * mu) / s2))
+
     def _refitting_now(self):
         """True inside a refit (its labels are kept already)."""
         return bool(getattr(self, "_in_refit", False))
@@ -117,7 +167,16 @@ class MulticlassVariants:
         if not self._mc_on:
             return super()._score(slots, z)
         n_known = len(self.targets.labels)
-        if "cmw_k" in v and n_known:
+        if "lda_k" in v and n_known:
+            weight = self.class_mean_weight
+            self.class_mean_weight = 0.0
+            code, margin = super()._score(slots, z)
+            self.class_mean_weight = weight
+            fs, fz = self._features(slots, z)
+            self._add_lda_means(fs, fz, n_known, float(v.get("lda_w", weight)))
+            best, runner = K.best_two(self._m, n_known)
+            code, margin = best, (self._m[best] - self._m[runner] if runner >= 0 else self._m[best])
+        elif "cmw_k" in v and n_known:
             weight = self.class_mean_weight
             self.class_mean_weight = 0.0
             code, margin = super()._score(slots, z)
@@ -144,6 +203,13 @@ class MulticlassVariants:
             self._m[:n_known][seen] += float(v["rare_bias"]) / np.sqrt(counts[seen])
             best, runner = K.best_two(self._m, n_known)
             code, margin = best, (self._m[best] - self._m[runner] if runner >= 0 else self._m[best])
+        if "pred_balance" in v and n_known > 1:
+            k = float(n_known)
+            predicted = (self._pred_counts[:n_known] + 1.0) / (self._pred_counts[:n_known].sum() + k)
+            share = (self.class_counts[:n_known] + 1.0) / (self.class_counts[:n_known].sum() + k)
+            self._m[:n_known] -= float(v["pred_balance"]) * np.log(predicted / share)
+            best, runner = K.best_two(self._m, n_known)
+            code, margin = best, (self._m[best] - self._m[runner] if runner >= 0 else self._m[best])
         if "unclaimed" in v:
             self._claimed = n_known == 0 or float(np.max(self._m[:n_known])) >= 0.0
         if "novelty" in v:
@@ -154,6 +220,12 @@ class MulticlassVariants:
                 self._d_all[0] += self._d_min
                 self._d_all[1] += 1.0
         return code, margin
+
+    def _predict(self, slots, z):
+        code, margin = self._score(slots, z)  # the whole chain's code (with logit_adj)
+        if not self.binary and "pred_balance" in self._variant and self.targets.learned_any and int(code) >= 0:
+            self._pred_counts[int(code)] += 1.0
+        return self._label_of(code), margin
 
     def _ask(self, margin):
         v = self._variant
@@ -174,15 +246,17 @@ class MulticlassVariants:
         v = self._variant
         if not self._mc_on or self.binary:
             return super().learn(slots, z, y)
-        if "novelty" in v:
+        if "novelty" in v or "lda_k" in v:
             fs, fz = self._features(slots, z)
             c = self.targets.index(y)  # (registers a new class, as the learner's learn would)
-            if v.get("novelty_nn") and not self._refitting_now():
+            if (v.get("novelty_nn") or "lda_k" in v) and not self._refitting_now():
                 ok = (fs >= 0) & (fs < self.capacity)
                 kept = np.full(self.capacity, np.nan)
                 kept[fs[ok]] = fz[ok]
                 self._asked_z.append(kept)
-            if self.class_counts[c] > 0:
+                self._asked_y.append(c)
+                self._lda_s2 = None
+            if "novelty" in v and self.class_counts[c] > 0:
                 d = self._class_mean_distance(fs, fz, len(self.targets.labels))
                 if d is not None:
                     self._d_ref[0] += float(d[c])
@@ -212,13 +286,15 @@ class MulticlassVariants:
     def _class_balance(self, labels):
         """``refit_balance``: ``{label: w_c}`` over the kept labels' classes."""
         names, counts = np.unique(np.asarray(labels), return_counts=True)
-        w = np.clip(counts.mean() / counts, 1.0, float(self._variant["refit_balance"]))
+        cap = float(self._variant["refit_balance"])
+        low = 1.0 / cap if self._variant.get("refit_balance_mode") == "inverse" else 1.0
+        w = np.clip(counts.mean() / counts, low, cap)
         return dict(zip(names.tolist(), w.tolist()))
 
     def _refit_weights(self, rebuilt):
         weights = super()._refit_weights(rebuilt)
         v = self._variant
-        if self.binary or not v.get("refit_balance") or v.get("refit_balance_mode", "weight") != "weight":
+        if self.binary or not v.get("refit_balance") or v.get("refit_balance_mode") == "repeat":
             return weights
         w = self._class_balance([y for _, _, y, _ in rebuilt])
         return weights * np.array([w[y] for _, _, y, _ in rebuilt])
