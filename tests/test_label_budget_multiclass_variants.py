@@ -116,8 +116,9 @@ def test_new_switches_neutral_values_are_the_learner():
     B = {**R, "novelty": 5.0, "novelty_until": 1, "novelty_ref": "stream", "refit_epochs": 2}
     for base_variant in (R, B):
         base, a = _run(tool, base_variant, 4)
-        for switch in ({"rare_bias": 0.0}, {"pred_balance": 0.0}, {"cmw_k": 0.0, "cmw_pow": 0.5}, {"novelty_scale": 1.0},
-                       {"refit_balance": 1.0}, {"refit_balance": 1.0, "refit_balance_mode": "repeat"},
+        for switch in ({"rare_bias": 0.0}, {"pred_balance": 0.0}, {"cmw_k": 0.0, "cmw_pow": 0.5},
+                       {"novelty_scale": 1.0}, {"refit_balance": 1.0},
+                       {"refit_balance": 1.0, "refit_balance_mode": "repeat"},
                        {"refit_balance": 1.0, "refit_balance_mode": "inverse"}):
             if "novelty_scale" in switch and "novelty" not in base_variant:
                 continue
@@ -129,12 +130,13 @@ def test_new_switches_neutral_values_are_the_learner():
 
 def test_new_switches_change_multiclass_and_not_binary():
     tool = load_tool("label_budget_variants")
-    # a stream with a rare class (3: about 4% of readings) so the class balance has something to weigh
+    # the stream's class 3 is rare (c > 1.3: about 10% of readings), so the class balance has something to weigh
     _, base4 = _run(tool, R, 4)
     _, base2 = _run(tool, R, 2)
-    for switch in ({"rare_bias": 0.5}, {"pred_balance": 0.5}, {"cmw_k": 3.0, "cmw_pow": 0.5}, {"novelty": 3.0, "novelty_nn": 1},
-                   {"novelty": 3.0, "novelty_scale": 0.5}, {"refit_balance": 3.0},
-                   {"refit_balance": 3.0, "refit_balance_mode": "repeat"}):
+    for switch in ({"rare_bias": 0.5}, {"pred_balance": 0.5}, {"cmw_k": 3.0, "cmw_pow": 0.5},
+                   {"novelty": 3.0, "novelty_nn": 1}, {"novelty": 3.0, "novelty_scale": 0.5}, {"refit_balance": 3.0},
+                   {"refit_balance": 3.0, "refit_balance_mode": "repeat"},
+                   {"refit_balance": 3.0, "refit_balance_mode": "inverse"}, {"lda_k": 5.0}):
         _, b4 = _run(tool, {**R, **switch}, 4)
         assert not (np.array_equal(base4.predictions, b4.predictions) and np.array_equal(base4.asked, b4.asked)), \
             switch
