@@ -79,8 +79,9 @@ from edgelearn.kernels import arow as K
 
 
 class MulticlassVariants:
-    """The ``novelty``, ``unclaimed``, ``cmw_k``, ``refit_order``/``refit_epochs`` and ``pos_w`` switches,
-    for a subclass of ActiveAROW that keeps its switches in ``self._variant`` and calls
+    """The ``novelty`` (with ``novelty_nn``, ``novelty_scale``), ``unclaimed``, ``cmw_k`` (``cmw_pow``),
+    ``rare_bias``, ``pred_balance``, ``lda_k``, ``refit_order``/``refit_epochs``, ``refit_balance`` and
+    ``pos_w`` switches, for a subclass of ActiveAROW that keeps its switches in ``self._variant`` and calls
     :meth:`_init_multiclass` in its ``__init__``."""
 
     def _init_multiclass(self, v):
