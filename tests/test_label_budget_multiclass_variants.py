@@ -117,10 +117,10 @@ def test_new_switches_neutral_values_are_the_learner():
     for base_variant in (R, B):
         base, a = _run(tool, base_variant, 4)
         for switch in ({"rare_bias": 0.0}, {"pred_balance": 0.0}, {"cmw_k": 0.0, "cmw_pow": 0.5},
-                       {"novelty_scale": 1.0}, {"refit_balance": 1.0},
+                       {"novelty_scale": 1.0}, {"novelty_patience": 10**9}, {"refit_balance": 1.0},
                        {"refit_balance": 1.0, "refit_balance_mode": "repeat"},
                        {"refit_balance": 1.0, "refit_balance_mode": "inverse"}):
-            if "novelty_scale" in switch and "novelty" not in base_variant:
+            if ("novelty_scale" in switch or "novelty_patience" in switch) and "novelty" not in base_variant:
                 continue
             model, b = _run(tool, {**base_variant, **switch}, 4)
             assert np.array_equal(a.predictions, b.predictions), switch
@@ -198,3 +198,11 @@ def test_lda_score_is_the_plain_one_and_infinite_shrinkage_is_the_class_means():
     _, b = _run(tool, {**R, "lda_k": 1e300}, 4)
     same = [p == q for p, q in zip(a.predictions, b.predictions)]
     assert len(same) == 400 and np.mean(same) > 0.99  # (the kernel and NumPy sum in other orders)
+
+
+def test_novelty_patience_stops_the_term():
+    tool = load_tool("label_budget_variants")
+    _, on = _run(tool, {**R, "novelty": 3.0}, 4)
+    model, patient = _run(tool, {**R, "novelty": 3.0, "novelty_patience": 3}, 4)
+    assert model._since_new > 3  # every class was met early; the term is off after 3 more labels
+    assert not (np.array_equal(on.predictions, patient.predictions) and np.array_equal(on.asked, patient.asked))

@@ -37,6 +37,9 @@ Added for the coverage and balance round (session of 2026-11-27, branch mccover)
   (He & Carbonell's nearest-neighbour form of rare-category discovery: a class mean
   sits between its readings, so a reading near one asked reading of a spread-out class
   can still be far from its mean);
+* ``novelty_patience`` (``m``): the novelty term stops once ``m`` labels in a row have
+  brought no new class (it starts again with the next new class): a stream whose missing
+  classes are not outlying (libras) stops spending labels on far readings;
 * ``novelty_scale`` (``s``): the novelty term reads ``d / (s d_ref)``: below 1 more
   readings count as far (a wider push), above 1 fewer;
 * ``rare_bias`` (``b``): multiclass prediction by the margins (with the class means)
@@ -93,6 +96,7 @@ class MulticlassVariants:
                              f"got {v['refit_balance_mode']!r}")
         self._mc_on = not self.binary and any(k in v for k in ("novelty", "cmw_k", "pos_w", "unclaimed", "rare_bias",
                                                                  "pred_balance", "lda_k"))
+        self._since_new = 0  # novelty_patience: labels learned since the last new class
         self._asked_y = []  # lda_k: the asked labels' class indices, beside _asked_z
         self._lda_s2 = None  # lda_k: the pooled within-class variance per channel, after the last label
         self._pred_counts = np.zeros(max(self.n_classes, 2))  # pred_balance: predictions per class
@@ -235,6 +239,8 @@ class MulticlassVariants:
             n_known = len(self.targets.labels)
             few = n_known < self.n_classes or float(np.min(self.class_counts[:n_known])) < float(v["novelty_until"]) \
                 if v.get("novelty_until") else True
+            if "novelty_patience" in v and self._since_new >= int(v["novelty_patience"]):
+                few = False
             if few:
                 ratio = self._d_min / (float(v.get("novelty_scale", 1.0)) * ref[0] / ref[1])
                 if ratio > 1.0:
@@ -249,7 +255,9 @@ class MulticlassVariants:
             return super().learn(slots, z, y)
         if "novelty" in v or "lda_k" in v:
             fs, fz = self._features(slots, z)
+            known = len(self.targets.labels)
             c = self.targets.index(y)  # (registers a new class, as the learner's learn would)
+            self._since_new = 0 if len(self.targets.labels) > known else self._since_new + 1
             if (v.get("novelty_nn") or "lda_k" in v) and not self._refitting_now():
                 ok = (fs >= 0) & (fs < self.capacity)
                 kept = np.full(self.capacity, np.nan)
