@@ -107,3 +107,102 @@ def test_an_unknown_choice_is_refused_by_name():
         assert "refit_order must be one of 'interleave', 'reverse'; got 'shuffle'" in str(error)
     else:
         raise AssertionError("refit_order 'shuffle' was accepted")
+
+
+def test_new_switches_neutral_values_are_the_learner():
+    # rare_bias 0 adds nothing; cmw_pow with cmw_k 0 is the class means; novelty_scale 1 is novelty;
+    # refit_balance 1 caps every class weight at 1 (both modes)
+    tool = load_tool("label_budget_variants")
+    B = {**R, "novelty": 5.0, "novelty_until": 1, "novelty_ref": "stream", "refit_epochs": 2}
+    for base_variant in (R, B):
+        base, a = _run(tool, base_variant, 4)
+        for switch in ({"rare_bias": 0.0}, {"pred_balance": 0.0}, {"cmw_k": 0.0, "cmw_pow": 0.5},
+                       {"novelty_scale": 1.0}, {"novelty_patience": 10**9}, {"refit_balance": 1.0},
+                       {"refit_balance": 1.0, "refit_balance_mode": "repeat"},
+                       {"refit_balance": 1.0, "refit_balance_mode": "inverse"}):
+            if ("novelty_scale" in switch or "novelty_patience" in switch) and "novelty" not in base_variant:
+                continue
+            model, b = _run(tool, {**base_variant, **switch}, 4)
+            assert np.array_equal(a.predictions, b.predictions), switch
+            assert np.array_equal(a.asked, b.asked), switch
+            np.testing.assert_allclose(model.W, base.W, rtol=1e-9, atol=1e-12)
+
+
+def test_new_switches_change_multiclass_and_not_binary():
+    tool = load_tool("label_budget_variants")
+    # the stream's class 3 is rare (c > 1.3: about 10% of readings), so the class balance has something to weigh
+    _, base4 = _run(tool, R, 4)
+    _, base2 = _run(tool, R, 2)
+    for switch in ({"rare_bias": 0.5}, {"pred_balance": 0.5}, {"cmw_k": 3.0, "cmw_pow": 0.5},
+                   {"novelty": 3.0, "novelty_nn": 1}, {"novelty": 3.0, "novelty_scale": 0.5}, {"refit_balance": 3.0},
+                   {"refit_balance": 3.0, "refit_balance_mode": "repeat"},
+                   {"refit_balance": 3.0, "refit_balance_mode": "inverse"}, {"lda_k": 5.0}):
+        _, b4 = _run(tool, {**R, **switch}, 4)
+        assert not (np.array_equal(base4.predictions, b4.predictions) and np.array_equal(base4.asked, b4.asked)), \
+            switch
+        assert np.mean(b4.asked) < 0.12, switch
+        _, b2 = _run(tool, {**R, **switch}, 2)
+        assert np.array_equal(base2.predictions, b2.predictions) and np.array_equal(base2.asked, b2.asked), switch
+
+
+def test_asked_distance_is_the_plain_nearest_reading():
+    tool = load_tool("label_budget_variants")
+    model, _ = _run(tool, {"novelty": 1.0, "novelty_nn": 1}, 4)
+    assert len(model._asked_z) > 5
+    slots = np.array([0, 2, 1], dtype=np.int32)
+    z = np.array([0.5, -1.0, 2.0])
+    d = model._asked_distance(slots, z)
+    for j, kept in enumerate(model._asked_z):
+        both = ~np.isnan(kept[slots])
+        assert abs(d[j] - np.mean((kept[slots][both] - z[both]) ** 2)) < 1e-12
+
+
+def test_class_balance_weights_and_repeats():
+    tool = load_tool("label_budget_variants")
+    model = tool.Variant({**R, "refit_balance": 3.0, "refit_balance_mode": "repeat"}, target_query_rate=0.1, seed=5,
+                         n_classes=3, capacity=8)
+    # counts 4, 1, 1 (mean 2): weights 1, 2, 2; capped at 3
+    assert model._class_balance([0, 0, 0, 0, 1, 2]) == {0: 1.0, 1: 2.0, 2: 2.0}
+    assert model._class_balance([0] * 10 + [1]) == {0: 1.0, 1: 3.0}
+    model._variant["refit_balance_mode"] = "inverse"  # counts 4, 1, 1: the common class at 2 / 4
+    assert model._class_balance([0, 0, 0, 0, 1, 2]) == {0: 0.5, 1: 2.0, 2: 2.0}
+    model._variant["refit_balance_mode"] = "repeat"
+    learned = []
+    model._early = [({"a": float(i)}, y, 1.0) for i, y in enumerate([0, 0, 0, 0, 1, 2])]
+    model.channels.observe({"a": 0.0}, True)
+    model._refit_one_pass = False
+    original = tool.Base.learn
+    try:
+        tool.Base.learn = lambda self, slots, z, y: learned.append(y)
+        model._refit()
+    finally:
+        tool.Base.learn = original
+    assert learned == [0, 0, 0, 0, 1, 2, 1, 2]
+
+
+def test_lda_score_is_the_plain_one_and_infinite_shrinkage_is_the_class_means():
+    tool = load_tool("label_budget_variants")
+    model, _ = _run(tool, {**R, "lda_k": 5.0}, 4)
+    zs, ys = np.asarray(model._asked_z), np.asarray(model._asked_y)
+    s2 = model._within_class_variance()
+    for j in range(3):
+        squares = dof = 0.0
+        for c in set(ys.tolist()):
+            col = zs[ys == c, j]
+            col = col[~np.isnan(col)]
+            squares += float(np.sum((col - col.mean()) ** 2)) if len(col) else 0.0
+            dof += max(len(col) - 1, 0)
+        assert abs(s2[j] - (squares + 5.0) / (dof + 5.0)) < 1e-12
+    # with the shrinkage at infinity s^2 = 1 and the score is the learner's class means
+    _, a = _run(tool, R, 4)
+    _, b = _run(tool, {**R, "lda_k": 1e300}, 4)
+    same = [p == q for p, q in zip(a.predictions, b.predictions)]
+    assert len(same) == 400 and np.mean(same) > 0.99  # (the kernel and NumPy sum in other orders)
+
+
+def test_novelty_patience_stops_the_term():
+    tool = load_tool("label_budget_variants")
+    _, on = _run(tool, {**R, "novelty": 3.0}, 4)
+    model, patient = _run(tool, {**R, "novelty": 3.0, "novelty_patience": 3}, 4)
+    assert model._since_new > 3  # every class was met early; the term is off after 3 more labels
+    assert not (np.array_equal(on.predictions, patient.predictions) and np.array_equal(on.asked, patient.asked))

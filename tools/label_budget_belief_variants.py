@@ -119,10 +119,7 @@ class BeliefVariants:
                 c = (1 if self.targets.sign(y) > 0 else 0) if self.binary else self.targets.index(y)
                 self._ncm_s[c, slots[ok]] += z[ok]
                 self._ncm_n[c] += 1.0
-        weights = np.ones(len(rebuilt))
-        if v.get("refit_ipw"):
-            inverse = np.array([1.0 / max(p, 1e-3) for *_, p in rebuilt])
-            weights = np.minimum(inverse / inverse.mean(), float(v["refit_ipw"]))
+        weights = self._refit_weights(rebuilt)
         r, floor = self._r, self._floor
         self._floor = float(v.get("refit_floor", floor))
         try:
@@ -143,6 +140,14 @@ class BeliefVariants:
             self._r, self._floor = r, floor
         if self.channels.t >= max(v["refit"]):
             self._early = None
+
+    def _refit_weights(self, rebuilt):
+        """Each kept label's weight in the refit (its step ``r / w``): 1, or ``refit_ipw``'s."""
+        v = self._variant
+        if not v.get("refit_ipw"):
+            return np.ones(len(rebuilt))
+        inverse = np.array([1.0 / max(p, 1e-3) for *_, p in rebuilt])
+        return np.minimum(inverse / inverse.mean(), float(v["refit_ipw"]))
 
     # -- hedge: several beliefs, the prediction by the one with the fewest mistakes --
 
