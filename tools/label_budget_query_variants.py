@@ -9,7 +9,8 @@ over the channels two readings share (standardized values, each reading as ``dec
 standardized it): ``d = mean (z_a - z_b)^2``, a similarity ``exp(-d / 2)`` (2 is ``d``'s mean
 for two independent standardized readings).
 
-* ``dens`` (readings), ``dens_beta``: information density (Settles & Craven, "An analysis of
+* ``dens`` (readings), ``dens_beta``, ``dens_width`` (default 1; the similarity
+  ``exp(-d / (2 dens_width))``): information density (Settles & Craven, "An analysis of
   active learning strategies for sequence labeling tasks", EMNLP 2008): ``u / (D / D_ref)^beta``,
   ``D`` the reading's mean similarity to the last ``dens`` readings (a ring buffer of every
   reading, labelled or not), ``D_ref`` the running mean of ``D`` over the stream: uncertainty
@@ -21,7 +22,10 @@ for two independent standardized readings).
   ``W += alpha_y y S x``) moves the margins of the last ``emc_n`` readings' features, and the
   score ``E`` is the mean change of their probit ``Phi(m_j / sqrt(1 + v_j))`` weighted by the
   model's own ``P(y)`` (``Phi(m / sqrt(1 + v))``); the rule reads ``u^emc_u (E_ref / E)^emc``,
-  ``E_ref`` the running mean of ``E`` (binary learners only);
+  ``E_ref`` the running mean of ``E`` (binary learners only); ``emc_kind: "error"``: ``E`` is
+  instead the expected reduction of the reservoir's error ``mean min(p_j, 1 - p_j)`` (Roy &
+  McCallum's expected error reduction, the model's own probabilities standing in for the
+  truth; a reading whose step would raise it is scored at ``1e-12``, so almost never asked);
 * ``div`` (exponent), ``div_n`` (labels, default 64): diversity: ``u max(1, d_ref / d_min)^div``
   (the ratio at most 10), ``d_min`` the reading's smallest distance to the last ``div_n`` asked
   readings, ``d_ref`` the running mean of ``d_min``: a reading close to a label already asked
@@ -57,6 +61,8 @@ class QueryVariants:
         self._q_on = any(k in v for k in ("dens", "emc", "div"))
         if not self._q_on:
             return
+        if v.get("emc_kind", "change") not in ("change", "error"):
+            raise ValueError(f"variant emc_kind must be 'change' or 'error'; got {v['emc_kind']!r}")
         for key in ("dens", "emc_n", "div_n"):
             if key in v and (not isinstance(v[key], int) or v[key] < 1):
                 raise ValueError(f"variant {key} must be an int of 1 or more; got {v[key]!r}")
@@ -108,7 +114,7 @@ class QueryVariants:
                 d = _similar_distance(self._dens_store, filled, s, x)
                 d = d[~np.isnan(d)]
                 if len(d):
-                    density = float(np.mean(np.exp(-0.5 * d)))
+                    density = float(np.mean(np.exp(-0.5 * d / float(v.get("dens_width", 1.0)))))
                     ref = self._dens_ref
                     ref[0] += density
                     ref[1] += 1.0
@@ -149,14 +155,20 @@ class QueryVariants:
             direction = F[:, fs] @ (S[fs] * fz) + Sb  # each reservoir margin's move per unit step
             p_pos = 0.5 * math.erfc(-m / math.sqrt(2.0 * (1.0 + var)))
             before = _phi(m_j / sd_j)
-            change = 0.0
+            error = v.get("emc_kind", "change") == "error"
+            change = float(np.mean(np.minimum(before, 1.0 - before))) if error else 0.0
             for y, p_y in ((1.0, p_pos), (-1.0, 1.0 - p_pos)):
                 alpha = max(0.0, 1.0 - y * m) / (var + self._r)
-                change += p_y * float(np.mean(np.abs(_phi((m_j + alpha * y * direction) / sd_j) - before)))
+                after = _phi((m_j + alpha * y * direction) / sd_j)
+                if error:  # the expected error's reduction: the model's own probabilities as the truth
+                    change -= p_y * float(np.mean(np.minimum(after, 1.0 - after)))
+                else:
+                    change += p_y * float(np.mean(np.abs(after - before)))
+            change = max(change, _EPS)
             ref = self._emc_ref
             ref[0] += change
             ref[1] += 1.0
-            factor = (ref[0] / ref[1] / max(change, _EPS)) ** float(v["emc"])
+            factor = (ref[0] / ref[1] / change) ** float(v["emc"])
             factor = min(max(factor, 1e-3), 1e3)
             if not v.get("emc_u", 1):
                 factor /= max(self._u, _EPS)
