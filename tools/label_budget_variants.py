@@ -106,7 +106,9 @@ gives the wired one; the ``refit`` switch below is the code that measured it):
   kept labels in it, the binary class means counted again in it (see the sibling's
   docstring).
 
-``ep``, ``hedge`` and ``refit`` live in ``tools/label_budget_belief_variants.py``.
+``ep``, ``hedge`` and ``refit`` live in ``tools/label_budget_belief_variants.py``; ``dens``
+(information density), ``emc`` (expected model change) and ``div`` (diversity), which rescale
+the query rule's ``u``, in ``tools/label_budget_query_variants.py``.
 
 Run from the repository root (``base`` is the learner as it is)::
 
@@ -151,6 +153,7 @@ Base = edgelearn.ActiveAROW
 _BELIEFS = sibling("label_budget_belief_variants")  # the ep, hedge and refit switches, and probit_v
 BeliefVariants, probit_v = _BELIEFS.BeliefVariants, _BELIEFS.probit_v
 _MULTICLASS = sibling("label_budget_multiclass_variants")  # novelty, cmw_k, refit_order/epochs, pos_w
+_QUERY = sibling("label_budget_query_variants")  # dens, emc, div: which labels the rule asks
 
 
 #: The learner's terms of issue 26 (the refit, the multiclass terms) that came from these switches, off in the base a
@@ -160,7 +163,7 @@ TERMS_OFF = {"refit_until": 0, "novelty": 0.0, "logit_adjustment": 0.0, "refit_p
 _TOOL_SWITCHES = ("novelty",)
 
 
-class Variant(_MULTICLASS.MulticlassVariants, BeliefVariants, Base):
+class Variant(_QUERY.QueryVariants, _MULTICLASS.MulticlassVariants, BeliefVariants, Base):
     """ActiveAROW with the variant named by ``variant`` (pairs or a dict; see the module docstring)."""
 
     @classmethod
@@ -218,6 +221,7 @@ class Variant(_MULTICLASS.MulticlassVariants, BeliefVariants, Base):
             self._ncm_n = np.zeros(max(self.n_classes, 2))
         self._init_beliefs(v)
         self._init_multiclass(v)
+        self._init_query(v)
         self._shares = [0.0, 0.0, 0.0, 0.0]  # prior_shift: asked positives, negatives, and 1/p-weighted
         self._p_last = 1.0
         self._class_labels = np.zeros(max(self.n_classes, 2)) if "rare_q" in v else None
@@ -582,7 +586,8 @@ def measure(variants, jobs: int, cache: Path | None, seeds=None, binary_tasks=No
     # A cached run is keyed by edgelearn's code (results_label_budget.code_version) and
     # by its parameters; a variant's also by this file's code and its sibling's, which make it.
     code = hashlib.sha256(Path(__file__).read_bytes() + Path(_BELIEFS.__file__).read_bytes()
-                          + Path(_MULTICLASS.__file__).read_bytes()).hexdigest()[:16]
+                          + Path(_MULTICLASS.__file__).read_bytes() + Path(_QUERY.__file__).read_bytes()
+                          ).hexdigest()[:16]
 
     def params_of(variant):
         params = {"target_query_rate": BUDGET}
