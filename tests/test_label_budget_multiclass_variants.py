@@ -29,18 +29,24 @@ def _run(tool, variant, n_classes, stream=None):
     return model, prequential(model, stream or _stream(n_classes))
 
 
+def _assert_neutral(tool, base_variant, switches):
+    """Each of ``switches`` on ``base_variant`` predicts, asks and learns as the variant alone."""
+    base, a = _run(tool, base_variant, 4)
+    for switch in switches:
+        model, b = _run(tool, {**base_variant, **switch}, 4)
+        assert np.array_equal(a.predictions, b.predictions), switch
+        assert np.array_equal(a.asked, b.asked), switch
+        np.testing.assert_allclose(model.W, base.W, rtol=1e-9, atol=1e-12)
+
+
 def test_neutral_switches_are_the_learner():
     # cmw_k 0 re-adds the class means one class at a time (the learner's kernel adds them all);
     # pos_w 0 is one-vs-rest at r; novelty 0 divides u by 1; one refit epoch in order is R
     tool = load_tool("label_budget_variants")
     for base_variant in ({}, R):
-        base, a = _run(tool, base_variant, 4)
-        for switch in ({"cmw_k": 0.0}, {"pos_w": 0.0}, {"novelty": 0.0}, {"novelty": 0.0, "novelty_ref": "stream"},
-                       {"unclaimed": 0.0}, {"refit_epochs": 1}):
-            model, b = _run(tool, {**base_variant, **switch}, 4)
-            assert np.array_equal(a.predictions, b.predictions), switch
-            assert np.array_equal(a.asked, b.asked), switch
-            np.testing.assert_allclose(model.W, base.W, rtol=1e-9, atol=1e-12)
+        _assert_neutral(tool, base_variant, ({"cmw_k": 0.0}, {"pos_w": 0.0}, {"novelty": 0.0},
+                                             {"novelty": 0.0, "novelty_ref": "stream"},
+                                             {"unclaimed": 0.0}, {"refit_epochs": 1}))
 
 
 def test_each_switch_changes_multiclass_and_not_binary():
@@ -115,17 +121,13 @@ def test_new_switches_neutral_values_are_the_learner():
     tool = load_tool("label_budget_variants")
     B = {**R, "novelty": 5.0, "novelty_until": 1, "novelty_ref": "stream", "refit_epochs": 2}
     for base_variant in (R, B):
-        base, a = _run(tool, base_variant, 4)
-        for switch in ({"rare_bias": 0.0}, {"pred_balance": 0.0}, {"cmw_k": 0.0, "cmw_pow": 0.5},
-                       {"novelty_scale": 1.0}, {"novelty_patience": 10**9}, {"refit_balance": 1.0},
-                       {"refit_balance": 1.0, "refit_balance_mode": "repeat"},
-                       {"refit_balance": 1.0, "refit_balance_mode": "inverse"}):
-            if ("novelty_scale" in switch or "novelty_patience" in switch) and "novelty" not in base_variant:
-                continue
-            model, b = _run(tool, {**base_variant, **switch}, 4)
-            assert np.array_equal(a.predictions, b.predictions), switch
-            assert np.array_equal(a.asked, b.asked), switch
-            np.testing.assert_allclose(model.W, base.W, rtol=1e-9, atol=1e-12)
+        switches = ({"rare_bias": 0.0}, {"pred_balance": 0.0}, {"cmw_k": 0.0, "cmw_pow": 0.5},
+                    {"novelty_scale": 1.0}, {"novelty_patience": 10**9}, {"refit_balance": 1.0},
+                    {"refit_balance": 1.0, "refit_balance_mode": "repeat"},
+                    {"refit_balance": 1.0, "refit_balance_mode": "inverse"})
+        _assert_neutral(tool, base_variant, [
+            switch for switch in switches  # the novelty's own switches need the novelty on
+            if "novelty" in base_variant or not ("novelty_scale" in switch or "novelty_patience" in switch)])
 
 
 def test_new_switches_change_multiclass_and_not_binary():

@@ -167,6 +167,15 @@ class MulticlassVariants:
         """True inside a refit (its labels are kept already)."""
         return bool(getattr(self, "_in_refit", False))
 
+    def _score_without_class_means(self, slots, z):
+        # the learner's own score with its class-mean term off (the switches add their own)
+        weight = self.class_mean_weight
+        self.class_mean_weight = 0.0
+        try:
+            return super()._score(slots, z)
+        finally:
+            self.class_mean_weight = weight
+
     def _score(self, slots, z):
         v = self._variant
         if not self._mc_on:
@@ -174,18 +183,14 @@ class MulticlassVariants:
         n_known = len(self.targets.labels)
         if "lda_k" in v and n_known:
             weight = self.class_mean_weight
-            self.class_mean_weight = 0.0
-            code, margin = super()._score(slots, z)
-            self.class_mean_weight = weight
+            code, margin = self._score_without_class_means(slots, z)
             fs, fz = self._features(slots, z)
             self._add_lda_means(fs, fz, n_known, float(v.get("lda_w", weight)))
             best, runner = K.best_two(self._m, n_known)
             code, margin = best, (self._m[best] - self._m[runner] if runner >= 0 else self._m[best])
         elif "cmw_k" in v and n_known:
             weight = self.class_mean_weight
-            self.class_mean_weight = 0.0
-            code, margin = super()._score(slots, z)
-            self.class_mean_weight = weight
+            code, margin = self._score_without_class_means(slots, z)
             fs, fz = self._features(slots, z)
             counts = self.class_counts[:n_known]
             for c in range(n_known):  # one class at a time: the kernel adds to every known row
