@@ -133,61 +133,54 @@ def synthetic_stream(task: str, n_classes: int, messages: int, first_seq: int = 
         yield first_seq + i, values, _label(i, values, task, n_classes)
 
 
-def _drive(pipeline: Pipeline, stream: str, messages) -> None:
-    topics = pipeline.topics
-    data_topic = topics.data(stream)
-    label_topic = topics.label(stream)
-    request_topic = topics.label_request(stream)
-    for seq, values, y in messages:
-        # Half the labels ride in the data message, the others answer label requests.
-        in_message = seq % 2 == 0
-        out = pipeline.handle(data_topic, encode_data(float(seq), seq, values, y if in_message else None), 0.0)
-        if in_message:
-            continue
+def _answer_requests(pipeline: Pipeline, stream: str, outputs, labels: dict) -> None:
+    """Answer each label request among ``outputs`` (lists of outbound messages) with
+    the label of the reading it asks for (``labels`` by seq), as a labeller would."""
+    request_topic = pipeline.topics.label_request(stream)
+    label_topic = pipeline.topics.label(stream)
+    for out in outputs:
         for message in out:
             if message.topic == request_topic:
-                req = msgpack.unpackb(message.payload)["req"]
-                pipeline.handle(label_topic, encode_label(req, y), 0.0)
+                request = msgpack.unpackb(message.payload)
+                pipeline.handle(label_topic, encode_label(request["req"], labels[request["seq"]]), 0.0)
+
+
+def _in_message(seq: int, y: Any) -> Any:
+    # Half the labels ride in the data message, the others answer label requests.
+    return y if seq % 2 == 0 else None
+
+
+def _drive(pipeline: Pipeline, stream: str, messages) -> None:
+    data_topic = pipeline.topics.data(stream)
+    for seq, values, y in messages:
+        out = pipeline.handle(data_topic, encode_data(float(seq), seq, values, _in_message(seq, y)), 0.0)
+        if _in_message(seq, y) is None:
+            _answer_requests(pipeline, stream, [out], {seq: y})
 
 
 def _drive_groups(pipeline: Pipeline, stream: str, messages) -> None:
     """The worker's grouped paths: bursts of single readings in one ``handle_many``,
-    then batch messages, one at a time and queued together; half the labels ride in
-    the readings, the other half answer the label requests the pass made."""
-    topics = pipeline.topics
-    data_topic = topics.data(stream)
-    label_topic = topics.label(stream)
-    request_topic = topics.label_request(stream)
+    then batch messages, one at a time and queued together; labels as :func:`_drive`
+    gives them."""
+    data_topic = pipeline.topics.data(stream)
     readings = list(messages)
-    answers = {seq: y for seq, _, y in readings}
-
-    def answer(outputs) -> None:
-        for out in outputs:
-            for message in out:
-                if message.topic == request_topic:
-                    body = msgpack.unpackb(message.payload)
-                    for request in body.get("requests", [body]):
-                        pipeline.handle(label_topic, encode_label(request["req"], answers[request["seq"]]), 0.0)
-
-    def label(seq, y):
-        return y if seq % 2 == 0 else None
-
+    labels = {seq: y for seq, _, y in readings}
     limits = pipeline.limits
     size = max(2, min(BATCH, limits.max_batch_readings, (limits.max_payload_bytes - 16) // READING_BYTES))
     half = len(readings) // 2
     singles, batched = readings[:half], readings[half:]
     for start in range(0, len(singles), BURST):
-        burst = singles[start:start + BURST]
-        answer(pipeline.handle_many([
-            (data_topic, encode_data(float(seq), seq, values, label(seq, y)), 0.0)
-            for seq, values, y in burst]))
-    batches = [encode_batch([(float(seq), seq, values, label(seq, y))
+        _answer_requests(pipeline, stream, pipeline.handle_many([
+            (data_topic, encode_data(float(seq), seq, values, _in_message(seq, y)), 0.0)
+            for seq, values, y in singles[start:start + BURST]]), labels)
+    batches = [encode_batch([(float(seq), seq, values, _in_message(seq, y))
                              for seq, values, y in batched[start:start + size]])
                for start in range(0, len(batched), size)]
     alone, queued = batches[:len(batches) // 2], batches[len(batches) // 2:]
     for payload in alone:
-        answer([pipeline.handle(data_topic, payload, 0.0)])
-    answer(pipeline.handle_many([(data_topic, payload, 0.0) for payload in queued]))
+        _answer_requests(pipeline, stream, [pipeline.handle(data_topic, payload, 0.0)], labels)
+    _answer_requests(pipeline, stream, pipeline.handle_many([(data_topic, payload, 0.0) for payload in queued]),
+                     labels)
 
 
 def warm_up(config, messages: int = MESSAGES) -> WarmupReport:
